@@ -1,0 +1,35 @@
+// Compiles a stage file from any tree into a child executable: the file, the contract
+// headers and the stage's harness library, nothing else.
+//
+// Contract: a file that does not compile is a result (compiled = false, with the
+// compiler's messages), not an error; errors are for a missing file or a compiler that
+// cannot run. A build is reused while the file, the contract headers, the flags and the
+// harness library are unchanged, so a re-run after no edit costs nothing.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "../../common/expected.h"
+
+namespace wb {
+
+struct CompilerSetup {
+  std::vector<std::string> compiler;  // e.g. {"c++"} or {"ccache", "c++"}
+  std::vector<std::string> flags;
+  std::string contractsDir;
+  std::string cacheDir;
+};
+
+struct StudentBinary {
+  bool compiled = false;
+  bool reused = false;
+  std::string executable;
+  std::string diagnostics;  // what the compiler printed
+  double seconds = 0;
+};
+
+Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std::string& source,
+                                          const std::string& harnessLibrary, const std::string& cacheName);
+
+}  // namespace wb

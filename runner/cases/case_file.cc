@@ -1,0 +1,134 @@
+#include "case_file.h"
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace wb {
+namespace {
+
+using nlohmann::json;
+
+std::string TypeName(const json& v) { return v.type_name(); }
+
+}  // namespace
+
+int CaseSpec::Tokens() const {
+  if (steps.empty()) return T;
+  int total = 0;
+  for (int n : steps) total += n;
+  return total;
+}
+
+Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& path) {
+  auto fail = [&path](const std::string& what) { return BadData(fmt::format("{}: {}", path, what)); };
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return fail(fmt::format("not valid JSON (byte {}): {}", e.byte, e.what()));
+  }
+  if (!root.is_object()) return fail("the top level must be an object {\"stage\": N, \"cases\": [...]}");
+  for (const auto& [key, value] : root.items()) {
+    if (key != "stage" && key != "cases" && key != "description") {
+      return fail(fmt::format("unknown top-level field '{}' (expected stage, cases, description)", key));
+    }
+  }
+  CaseFile file;
+  file.path = path;
+  if (!root.contains("stage") || !root["stage"].is_number_integer()) {
+    return fail("field 'stage' is missing or not an integer");
+  }
+  file.stage = root["stage"].get<int>();
+  if (file.stage < 1 || file.stage > 5) return fail(fmt::format("field 'stage' is {}; stages are 1 to 5", file.stage));
+  if (!root.contains("cases") || !root["cases"].is_array()) return fail("field 'cases' is missing or not an array");
+  if (root["cases"].empty()) return fail("field 'cases' is empty: a case file needs at least one case");
+
+  std::set<std::string> names;
+  const auto& cases = root["cases"];
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const json& c = cases[i];
+    const std::string at = fmt::format("cases[{}]", i);
+    if (!c.is_object()) return fail(fmt::format("{} is a {}, not an object", at, TypeName(c)));
+    for (const auto& [key, value] : c.items()) {
+      static const std::set<std::string> kKnown = {"name", "T", "steps", "seed", "x_scale", "w_scale",
+                                                   "hidden", "points", "description"};
+      if (!kKnown.count(key)) {
+        return fail(fmt::format("{}: unknown field '{}' (expected name, T or steps, seed, x_scale, w_scale, "
+                                "hidden, points)", at, key));
+      }
+    }
+    CaseSpec spec;
+    if (!c.contains("name") || !c["name"].is_string() || c["name"].get<std::string>().empty()) {
+      return fail(fmt::format("{}.name is missing or not a non-empty string", at));
+    }
+    spec.name = c["name"].get<std::string>();
+    if (!names.insert(spec.name).second) return fail(fmt::format("{}.name '{}' is used twice", at, spec.name));
+    const std::string named = fmt::format("{} ('{}')", at, spec.name);
+
+    const bool wantsSteps = file.stage == 2;
+    if (wantsSteps) {
+      if (c.contains("T")) return fail(fmt::format("{}: stage 2 cases give 'steps', not 'T'", named));
+      if (!c.contains("steps") || !c["steps"].is_array() || c["steps"].empty()) {
+        return fail(fmt::format("{}.steps is missing or not a non-empty array of token counts", named));
+      }
+      for (size_t s = 0; s < c["steps"].size(); ++s) {
+        const json& n = c["steps"][s];
+        if (!n.is_number_integer() || n.get<int64_t>() < 1) {
+          return fail(fmt::format("{}.steps[{}] must be a positive integer", named, s));
+        }
+        spec.steps.push_back(static_cast<int>(std::min<int64_t>(n.get<int64_t>(), kMaxCaseTokens + 1)));
+      }
+    } else {
+      if (c.contains("steps")) return fail(fmt::format("{}: 'steps' is for stage 2; stage {} cases give 'T'", named, file.stage));
+      if (!c.contains("T") || !c["T"].is_number_integer()) {
+        return fail(fmt::format("{}.T is missing or not an integer", named));
+      }
+      const int64_t T = c["T"].get<int64_t>();
+      if (T < 1 || T > kMaxCaseTokens) {
+        return fail(fmt::format("{}.T is {}; it must be 1 to {}", named, T, kMaxCaseTokens));
+      }
+      spec.T = static_cast<int>(T);
+    }
+    if (spec.Tokens() > kMaxCaseTokens) {
+      return fail(fmt::format("{}: {} tokens in all; at most {}", named, spec.Tokens(), kMaxCaseTokens));
+    }
+    if (!c.contains("seed") || !c["seed"].is_number_unsigned()) {
+      return fail(fmt::format("{}.seed is missing or not a non-negative integer", named));
+    }
+    spec.seed = c["seed"].get<uint64_t>();
+    for (const char* key : {"x_scale", "w_scale", "points"}) {
+      if (!c.contains(key)) continue;
+      if (!c[key].is_number()) return fail(fmt::format("{}.{} must be a number", named, key));
+      const double value = c[key].get<double>();
+      const bool isPoints = std::string(key) == "points";
+      if (!std::isfinite(value) || (isPoints ? value < 0 : value <= 0)) {
+        return fail(fmt::format("{}.{} is {}; it must be a finite {} number", named, key, value,
+                                isPoints ? "non-negative" : "positive"));
+      }
+      if (std::string(key) == "x_scale") spec.xScale = value;
+      if (std::string(key) == "w_scale") spec.wScale = value;
+      if (isPoints) spec.points = value;
+    }
+    if (c.contains("hidden")) {
+      if (!c["hidden"].is_boolean()) return fail(fmt::format("{}.hidden must be true or false", named));
+      spec.hidden = c["hidden"].get<bool>();
+    }
+    file.cases.push_back(std::move(spec));
+  }
+  return file;
+}
+
+Expected<CaseFile> LoadCaseFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return BadUsage(fmt::format("{}: cannot open the case file", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseCaseFile(text.str(), path);
+}
+
+}  // namespace wb

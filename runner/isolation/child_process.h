@@ -1,0 +1,54 @@
+// Runs a harness executable in a child process over a shared region, under limits.
+//
+// Contract: RunInChild always returns an outcome for anything the child does (returns,
+// crashes, hangs, exits early, floods its output); an error only when the runner itself
+// cannot start it. The child gets its own process group, so a hang is ended together with
+// anything it forked. Its stdout and stderr are kept trimmed: the head and the tail.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "../../common/expected.h"
+#include "shared_layout.h"
+#include "shared_region.h"
+
+namespace wb {
+
+struct ChildLimits {
+  double wallSeconds = 10.0;
+  uint64_t memoryBytes = 0;         // address-space limit beyond the shared region; 0: none
+  size_t keepOutputBytes = 4096;    // kept from each end of stdout and of stderr
+};
+
+// A stream the child wrote, trimmed to its head and tail.
+struct CapturedOutput {
+  std::string head;
+  std::string tail;
+  uint64_t totalBytes = 0;
+  std::string Text() const;  // head, a "[... N bytes not shown ...]" line, tail
+};
+
+struct ChildOutcome {
+  enum class Ending {
+    kReturned,       // every stage call returned and the harness exited cleanly
+    kSignal,         // killed by a signal it raised (segfault, abort, FPE, ...)
+    kTimeLimit,      // still running at the wall-clock limit; killed
+    kExitedEarly,    // exited (any status) before the stage function returned
+    kHarnessFailed,  // the harness could not set itself up (a runner problem)
+  };
+  Ending ending = Ending::kReturned;
+  int signal = 0;
+  int exitStatus = 0;
+  double wallSeconds = 0;
+  double callSeconds = 0;  // time inside the stage function, as the child measured it
+  shm::ChildReport report{};
+  CapturedOutput stdoutText;
+  CapturedOutput stderrText;
+};
+
+Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& region,
+                                  const ChildLimits& limits);
+
+}  // namespace wb

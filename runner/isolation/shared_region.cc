@@ -1,0 +1,181 @@
+#include "shared_region.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include <fmt/format.h>
+
+namespace wb {
+namespace {
+
+size_t RoundUp(size_t n, size_t page) { return (n + page - 1) / page * page; }
+
+}  // namespace
+
+Expected<SharedRegion> SharedRegion::Create(int stage, std::span<const BufferSpec> buffers) {
+  if (buffers.size() > static_cast<size_t>(shm::kMaxBuffers)) {
+    return InternalError(fmt::format("{} buffers exceed the region's {} slots", buffers.size(), shm::kMaxBuffers));
+  }
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  // Header pages, then per buffer: guard | data pages (data pushed to their end) | guard.
+  size_t at = RoundUp(sizeof(shm::Header), page);
+  std::vector<shm::BufferSlot> slots(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const BufferSpec& b = buffers[i];
+    if (b.name.size() >= static_cast<size_t>(shm::kNameBytes)) {
+      return InternalError(fmt::format("buffer name '{}' is too long", b.name));
+    }
+    shm::BufferSlot& s = slots[i];
+    std::memset(&s, 0, sizeof(s));
+    std::memcpy(s.name, b.name.data(), b.name.size());
+    s.guardBefore = at;
+    s.regionBegin = at + page;
+    const size_t dataPages = RoundUp(b.bytes == 0 ? 1 : b.bytes, page);
+    s.guardAfter = s.regionBegin + dataPages;
+    s.dataBytes = b.bytes;
+    s.dataOffset = s.guardAfter - b.bytes;
+    s.access = b.access;
+    at = s.guardAfter + page;
+  }
+  const size_t total = at;
+
+  const int fd = memfd_create("workbook-region", 0);
+  if (fd < 0) return SystemError(fmt::format("memfd_create failed: {}", std::strerror(errno)));
+  if (ftruncate(fd, static_cast<off_t>(total)) != 0) {
+    const int e = errno;
+    close(fd);
+    return SystemError(fmt::format("cannot size the shared region to {} bytes: {}", total, std::strerror(e)));
+  }
+  void* mapped = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (mapped == MAP_FAILED) {
+    const int e = errno;
+    close(fd);
+    return SystemError(fmt::format("cannot map the shared region: {}", std::strerror(e)));
+  }
+  SharedRegion region(fd, static_cast<unsigned char*>(mapped), total);
+  shm::Header& h = region.header();
+  h.magic = shm::kMagic;
+  h.version = shm::kVersion;
+  h.pageSize = static_cast<uint32_t>(page);
+  h.totalBytes = total;
+  h.stage = stage;
+  h.bufferCount = static_cast<uint32_t>(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) h.buffers[i] = slots[i];
+  return region;
+}
+
+SharedRegion::SharedRegion(SharedRegion&& other) noexcept
+    : fd_(other.fd_), base_(other.base_), bytes_(other.bytes_) {
+  other.fd_ = -1;
+  other.base_ = nullptr;
+  other.bytes_ = 0;
+}
+
+SharedRegion& SharedRegion::operator=(SharedRegion&& other) noexcept {
+  if (this != &other) {
+    Release();
+    fd_ = other.fd_;
+    base_ = other.base_;
+    bytes_ = other.bytes_;
+    other.fd_ = -1;
+    other.base_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+SharedRegion::~SharedRegion() { Release(); }
+
+void SharedRegion::Release() {
+  if (base_ != nullptr) munmap(base_, bytes_);
+  if (fd_ >= 0) close(fd_);
+  base_ = nullptr;
+  fd_ = -1;
+}
+
+const shm::BufferSlot* SharedRegion::Slot(std::string_view name) const {
+  const shm::Header& h = header();
+  for (uint32_t i = 0; i < h.bufferCount; ++i) {
+    if (name == h.buffers[i].name) return &h.buffers[i];
+  }
+  return nullptr;
+}
+
+std::span<std::byte> SharedRegion::Bytes(std::string_view name) {
+  const shm::BufferSlot* s = Slot(name);
+  if (s == nullptr) return {};
+  return {reinterpret_cast<std::byte*>(base_ + s->dataOffset), s->dataBytes};
+}
+
+std::span<float> SharedRegion::Floats(std::string_view name) {
+  auto bytes = Bytes(name);
+  return {reinterpret_cast<float*>(bytes.data()), bytes.size() / sizeof(float)};
+}
+
+void SharedRegion::PoisonOutputs() {
+  shm::Header& h = header();
+  for (uint32_t i = 0; i < h.bufferCount; ++i) {
+    const shm::BufferSlot& s = h.buffers[i];
+    std::memset(base_ + s.regionBegin, shm::kCanaryByte, s.dataOffset - s.regionBegin);
+    if (s.access != shm::kWritable) continue;
+    auto* words = reinterpret_cast<uint32_t*>(base_ + s.dataOffset);
+    for (size_t w = 0; w < s.dataBytes / sizeof(uint32_t); ++w) words[w] = shm::kPoisonWord;
+  }
+  std::memset(&h.child, 0, sizeof(h.child));
+}
+
+size_t SharedRegion::CanaryDamage(const shm::BufferSlot& slot, int64_t* farthest) const {
+  size_t damaged = 0;
+  int64_t far = 0;
+  for (uint64_t at = slot.regionBegin; at < slot.dataOffset; ++at) {
+    if (base_[at] != shm::kCanaryByte) {
+      ++damaged;
+      const auto distance = static_cast<int64_t>(slot.dataOffset - at);
+      if (distance > far) far = distance;
+    }
+  }
+  if (farthest != nullptr) *farthest = far;
+  return damaged;
+}
+
+RegionLocation SharedRegion::Locate(uint64_t offset) const {
+  const shm::Header& h = header();
+  RegionLocation where;
+  if (offset < h.buffers[0].guardBefore || h.bufferCount == 0) {
+    where.kind = offset < bytes_ ? RegionLocation::Kind::kHeader : RegionLocation::Kind::kOutside;
+    return where;
+  }
+  for (uint32_t i = 0; i < h.bufferCount; ++i) {
+    const shm::BufferSlot& s = h.buffers[i];
+    where.slot = &s;
+    if (offset >= s.guardBefore && offset < s.regionBegin) {
+      where.kind = RegionLocation::Kind::kGuardBefore;
+      where.distance = static_cast<int64_t>(s.dataOffset - offset);
+      return where;
+    }
+    if (offset >= s.regionBegin && offset < s.dataOffset) {
+      where.kind = RegionLocation::Kind::kSlackBefore;
+      where.distance = static_cast<int64_t>(s.dataOffset - offset);
+      return where;
+    }
+    if (offset >= s.dataOffset && offset < s.guardAfter) {
+      where.kind = RegionLocation::Kind::kData;
+      where.distance = static_cast<int64_t>(offset - s.dataOffset);
+      return where;
+    }
+    if (offset >= s.guardAfter && offset < s.guardAfter + h.pageSize) {
+      where.kind = RegionLocation::Kind::kGuardAfter;
+      where.distance = static_cast<int64_t>(offset - s.guardAfter);
+      return where;
+    }
+  }
+  where.slot = nullptr;
+  where.kind = RegionLocation::Kind::kOutside;
+  return where;
+}
+
+}  // namespace wb

@@ -1,0 +1,83 @@
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "renderers.h"
+
+namespace wb {
+namespace {
+
+using nlohmann::json;
+
+json Number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json Element(const ElementDetail& d) {
+  json e = {{"where", d.where}, {"expected", Number(d.expected)}};
+  e["got"] = d.gotNote.empty() ? Number(d.got) : json(nullptr);
+  e["note"] = d.gotNote.empty() ? json(nullptr) : json(d.gotNote);
+  return e;
+}
+
+json Checkpoint(const CheckpointReport& c, bool hidden) {
+  json j = {
+      {"name", c.name},
+      {"status", ToString(c.status)},
+      {"max_abs_error", Number(c.maxAbsError)},
+      {"failing", c.failing},
+      {"total", c.total},
+      {"unwritten", c.unwritten},
+      {"nan", c.nanCount + c.fromUnwritten},
+      {"inf", c.infCount},
+      {"points", c.points},
+      {"max_points", c.maxPoints},
+      {"misconception", c.misconception ? json(c.misconception->sentence) : json(nullptr)},
+  };
+  if (hidden) return j;
+  j["shape"] = c.shape;
+  j["local"] = ToString(c.local);
+  j["tolerance"] = {{"atol", Number(c.atol)}, {"rtol", Number(c.rtol)}};
+  j["worst"] = c.worst ? Element(*c.worst) : json(nullptr);
+  j["samples"] = json::array();
+  for (const auto& s : c.samples) j["samples"].push_back(Element(s));
+  j["misconception_id"] = c.misconception ? json(c.misconception->id) : json(nullptr);
+  j["lesson"] = c.misconception ? json(c.misconception->lesson) : json(nullptr);
+  j["observation"] = c.observation.empty() ? json(nullptr) : json(c.observation);
+  return j;
+}
+
+}  // namespace
+
+std::string RenderJson(const RunReport& r) {
+  json root = {
+      {"stage", r.stage},
+      {"title", r.stageTitle},
+      {"impl", r.impl},
+      {"source", r.source},
+      {"case_file", r.caseFile},
+      {"status", ToString(r.status)},
+      {"lesson", r.lesson},
+      {"compiler_output", r.status == RunStatus::kCompileError ? json(r.compilerOutput) : json(nullptr)},
+      {"cases", json::array()},
+  };
+  for (const auto& c : r.cases) {
+    json jc = {
+        {"name", c.name},
+        {"hidden", c.hidden},
+        {"status", ToString(c.status)},
+        {"first_failure", c.firstFailure ? json(*c.firstFailure) : json(nullptr)},
+        {"headline", c.headline.empty() ? json(nullptr) : json(c.headline)},
+        {"checkpoints", json::array()},
+    };
+    if (!c.hidden) {
+      jc["parameters"] = c.parameters;
+      jc["notes"] = c.notes;
+      jc["output"] = c.childOutput;
+      jc["call_seconds"] = c.callSeconds;
+    }
+    for (const auto& cp : c.checkpoints) jc["checkpoints"].push_back(Checkpoint(cp, c.hidden));
+    root["cases"].push_back(std::move(jc));
+  }
+  return root.dump(2) + "\n";
+}
+
+}  // namespace wb

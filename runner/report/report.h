@@ -1,0 +1,91 @@
+// The report model: what a run found, independent of how it is printed.
+//
+// Contract: the stage drivers fill it; the renderers (text, JSON; JUnit and Gradescope
+// build on the same model) only print it. A hidden case's expected values, inputs, worst
+// element, samples, diagnosis and the child's output are never put into the model in the
+// first place (see Redact), so no renderer can leak them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wb {
+
+struct ElementDetail {
+  std::string where;  // "token 2, head 3, channel 17"
+  double expected = 0;
+  double got = 0;
+  std::string gotNote;  // "never written", "NaN", ... when got is not a number to show
+};
+
+struct MisconceptionHit {
+  std::string id;        // "rope-adjacent-pairs"
+  std::string sentence;  // one plain sentence
+  std::string lesson;    // "docs/stages/01-block.md#..."
+};
+
+enum class CheckStatus { kPass, kFail };
+enum class LocalStatus { kPass, kFail, kNotChecked };
+
+struct CheckpointReport {
+  std::string name;
+  std::string shape;  // "4 x 512"
+  CheckStatus status = CheckStatus::kPass;
+  LocalStatus local = LocalStatus::kNotChecked;
+  size_t total = 0;
+  size_t failing = 0;
+  size_t unwritten = 0;
+  size_t fromUnwritten = 0;
+  size_t nanCount = 0;
+  size_t infCount = 0;
+  double maxAbsError = 0;  // over finite elements
+  double atol = 0;
+  double rtol = 0;
+  std::optional<ElementDetail> worst;
+  std::vector<ElementDetail> samples;
+  std::optional<MisconceptionHit> misconception;
+  std::string observation;  // what the runner can see when no misconception matches
+  double points = 0;
+  double maxPoints = 0;
+};
+
+enum class CaseStatus { kPass, kFail, kNotImplemented, kCrash, kTimeout, kExitedEarly };
+
+struct CaseReport {
+  std::string name;
+  bool hidden = false;
+  std::string parameters;  // "T=4, seed 1" (empty for hidden cases)
+  CaseStatus status = CaseStatus::kPass;
+  std::string headline;    // one sentence when the case did not simply pass or fail
+  std::vector<std::string> notes;
+  std::optional<std::string> firstFailure;
+  std::vector<CheckpointReport> checkpoints;
+  std::string childOutput;  // trimmed stdout + stderr of the student's code
+  double callSeconds = 0;
+};
+
+enum class RunStatus { kPass, kFail, kCompileError };
+
+struct RunReport {
+  int stage = 0;
+  std::string stageTitle;
+  std::string impl;        // "student", "solution", or the path of another harness
+  std::string source;      // the stage file checked
+  std::string lesson;
+  std::string nextStage;   // "stage 2: Decoding with a KV cache (docs/...)", empty at the end
+  std::string caseFile;
+  RunStatus status = RunStatus::kPass;
+  std::string compilerOutput;
+  std::vector<CaseReport> cases;
+};
+
+// Strips from a hidden case everything but names, pass/fail and error magnitudes.
+void Redact(CaseReport& report);
+
+std::string_view ToString(CaseStatus s);
+std::string_view ToString(RunStatus s);
+std::string_view ToString(CheckStatus s);
+std::string_view ToString(LocalStatus s);
+
+}  // namespace wb

@@ -1,0 +1,30 @@
+// Stage 1's driver: one case = generate the inputs, run decoder_block in a child,
+// compare the nine buffers with the float64 reference, diagnose what is off.
+#pragma once
+
+#include <string>
+
+#include "../../common/expected.h"
+#include "../../common/packed_weights.h"
+#include "../cases/case_file.h"
+#include "../isolation/child_process.h"
+#include "../report/report.h"
+
+namespace wb {
+
+// Reads the stage-1 packed weights and checks they have the contract's shape and offsets.
+Expected<PackedWeights> LoadBlockWeights(const std::string& path);
+
+struct BlockCaseSetup {
+  const PackedWeights* weights = nullptr;
+  std::string harness;     // the child executable
+  std::string lessonPath;  // for misconception links
+  ChildLimits limits;
+};
+
+CaseReport RunBlockCase(const CaseSpec& spec, const BlockCaseSetup& setup);
+
+// The default wall-clock limit for a case of T tokens: 10 s, more for long sequences.
+double DefaultBlockTimeLimit(int T);
+
+}  // namespace wb
