@@ -1,0 +1,42 @@
+// `workbook check STAGE`: the checkpoint runner.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "command.h"
+#include "runner/report/renderers.h"
+#include "runner/stages/check.h"
+
+namespace wb::cli {
+
+Command AddCheckCommand(CLI::App& app) {
+  struct Options {
+    CheckOptions check;
+    std::string format = "text";
+    std::string output;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* c = app.add_subcommand("check", "Check a stage's buffers against the float64 reference");
+  c->add_option("stage", o->check.stage, "Stage number (1 to 5)")->required();
+  c->add_flag("--solutions", o->check.solutions, "Check the solutions/ twin instead of your stages/ file");
+  c->add_option("--cases", o->check.casesPath, "A case file (default: the stage's visible suite)");
+  c->add_option("--format", o->format, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
+  c->add_option("--output", o->output, "Write the report to FILE instead of stdout");
+  c->add_option("--stages-dir", o->check.stagesDir, "Check the stage file of another stages/ tree");
+  c->add_option("--harness", o->check.harness, "Run a prebuilt child executable (used by the workbook's tests)");
+  c->add_option("--weights", o->check.weightsPath, "Use another packed weight file");
+  c->add_option("--time-limit", o->check.timeLimitSeconds, "Seconds per case (default: 10, more for long T)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--memory-limit", o->check.memoryLimitMiB, "MiB your code may allocate (default 1024)")
+      ->check(CLI::PositiveNumber);
+  return {c, [o]() {
+            auto report = RunCheck(o->check, DefaultPaths());
+            if (!report.ok()) return ReportError(report.error().message);
+            const TextStyle style = o->output.empty() ? DetectTextStyle() : TextStyle{};
+            const std::string text = o->format == "json" ? RenderJson(*report) : RenderText(*report, style);
+            if (!Emit(text, o->output)) return ReportError(fmt::format("{}: cannot write the report", o->output));
+            return ExitCodeFor(*report);
+          }};
+}
+
+}  // namespace wb::cli
