@@ -19,6 +19,7 @@ Command AddCheckCommand(CLI::App& app) {
   CLI::App* c = app.add_subcommand("check", "Check a stage's buffers against the float64 reference");
   c->add_option("stage", o->check.stage, "Stage number (1 to 5)")->required();
   c->add_flag("--solutions", o->check.solutions, "Check the solutions/ twin instead of your stages/ file");
+  c->add_flag("--show-hidden", o->check.showHidden, "Report hidden cases in full (instructors only)");
   c->add_option("--cases", o->check.casesPath, "A case file (default: the stage's visible suite)");
   c->add_option("--format", o->format, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
   c->add_option("--output", o->output, "Write the report to FILE instead of stdout");

@@ -23,58 +23,84 @@ std::string Ranges(const std::vector<int>& v) {
 
 std::string Observe(std::span<const float> got, std::span<const double> expected, const Tolerance& tolerance,
                     const BufferGeometry& g) {
-  const double atol = tolerance.absoluteOfRms * Rms(expected);
-  std::set<int> badRows;
-  std::set<int> badHeads;
-  std::set<int> nonFiniteRows;
+  const double rms = Rms(expected);
+  const double atol = tolerance.absoluteOfRms * rms;
+  const int heads = g.headDim > 0 ? g.width / g.headDim : 0;
+  std::set<int> unwrittenRows, unwrittenHeads, derivedRows, nonFiniteRows, badRows, badHeads;
   std::vector<double> ratios;
-  size_t failing = 0;
-  size_t zeros = 0;
+  size_t unwritten = 0, derived = 0, wrong = 0, zeros = 0;
   for (size_t i = 0; i < expected.size(); ++i) {
+    const int row = static_cast<int>(i / g.width);
+    const int head = g.headDim > 0 ? static_cast<int>(i % g.width) / g.headDim : 0;
+    const ElementState state = StateOf(got[i]);
+    if (state == ElementState::kUnwritten) {
+      ++unwritten;
+      unwrittenRows.insert(row);
+      unwrittenHeads.insert(head);
+      continue;
+    }
+    if (state == ElementState::kFromUnwritten) {
+      ++derived;
+      derivedRows.insert(row);
+      continue;
+    }
     const double e = expected[i];
     const double v = got[i];
-    const bool finite = std::isfinite(v) && StateOf(got[i]) == ElementState::kWritten;
-    const bool fails = !finite || std::fabs(v - e) > atol + tolerance.relative * std::fabs(e);
-    if (!fails) continue;
-    ++failing;
-    const int row = static_cast<int>(i / g.width);
-    badRows.insert(row);
-    if (g.headDim > 0) badHeads.insert(static_cast<int>(i % g.width) / g.headDim);
-    if (!finite) {
+    if (!std::isfinite(v)) {
       nonFiniteRows.insert(row);
       continue;
     }
+    if (std::fabs(v - e) <= atol + tolerance.relative * std::fabs(e)) continue;
+    ++wrong;
+    badRows.insert(row);
+    badHeads.insert(head);
     if (v == 0) ++zeros;
-    if (std::fabs(e) > 0.1 * (atol / tolerance.absoluteOfRms)) ratios.push_back(v / e);
+    if (std::fabs(e) > 0.1 * rms) ratios.push_back(v / e);
   }
-  if (failing == 0) return "";
+  auto list = [](const std::set<int>& s) { return Ranges(std::vector<int>(s.begin(), s.end())); };
   std::vector<std::string> seen;
+  if (unwritten > 0) {
+    std::string where;
+    if (heads > 0 && static_cast<int>(unwrittenHeads.size()) < heads) {
+      where = fmt::format(" (heads {} of {})", list(unwrittenHeads),
+                          static_cast<int>(unwrittenRows.size()) < g.rows ? g.rowName + "s " + list(unwrittenRows)
+                                                                          : "every " + g.rowName);
+    } else if (static_cast<int>(unwrittenRows.size()) < g.rows) {
+      where = fmt::format(" ({}s {})", g.rowName, list(unwrittenRows));
+    }
+    seen.push_back(fmt::format("{} elements were never written{}", unwritten, where));
+  }
+  if (derived > 0) {
+    seen.push_back(fmt::format("{} elements are NaN computed from elements never written ({}s {}): a buffer read "
+                               "before it was set, such as an accumulator never zeroed",
+                               derived, g.rowName, list(derivedRows)));
+  }
   if (!nonFiniteRows.empty()) {
     const int first = *nonFiniteRows.begin();
     const bool allLater = static_cast<int>(nonFiniteRows.size()) == g.rows - first;
     seen.push_back(allLater ? fmt::format("NaN or inf from {} {} on", g.rowName, first)
-                            : fmt::format("NaN or inf at {}s {}", g.rowName,
-                                          Ranges(std::vector<int>(nonFiniteRows.begin(), nonFiniteRows.end()))));
+                            : fmt::format("NaN or inf at {}s {}", g.rowName, list(nonFiniteRows)));
   }
-  if (zeros == failing) seen.push_back("every wrong element is 0");
-  if (static_cast<int>(badRows.size()) < g.rows) {
-    seen.push_back(fmt::format("only {}s {} are off; the other {}s match", g.rowName,
-                               Ranges(std::vector<int>(badRows.begin(), badRows.end())), g.rowName));
-  }
-  if (g.headDim > 0 && static_cast<int>(badHeads.size()) < g.width / g.headDim) {
-    seen.push_back(fmt::format("only heads {} are off",
-                               Ranges(std::vector<int>(badHeads.begin(), badHeads.end()))));
-  }
-  if (ratios.size() >= 4 && zeros < failing) {
-    std::vector<double> sorted = ratios;
-    std::sort(sorted.begin(), sorted.end());
-    const double median = sorted[sorted.size() / 2];
-    const bool common = std::all_of(ratios.begin(), ratios.end(),
-                                    [median](double r) { return std::fabs(r - median) <= 1e-2 * std::fabs(median); });
-    if (common && std::fabs(median + 1) < 1e-2) {
-      seen.push_back("the signs are flipped");
-    } else if (common) {
-      seen.push_back(fmt::format("every wrong element is {:.4g} times the expected value", median));
+  if (wrong > 0) {
+    if (zeros == wrong) seen.push_back("every wrong element is 0");
+    if (static_cast<int>(badRows.size()) < g.rows) {
+      seen.push_back(fmt::format("only {}s {} are off; the other {}s match", g.rowName, list(badRows), g.rowName));
+    }
+    if (heads > 0 && static_cast<int>(badHeads.size()) < heads) {
+      seen.push_back(fmt::format("only heads {} are off", list(badHeads)));
+    }
+    if (ratios.size() >= 4 && zeros < wrong) {
+      std::vector<double> sorted = ratios;
+      std::sort(sorted.begin(), sorted.end());
+      const double median = sorted[sorted.size() / 2];
+      const bool common = std::all_of(ratios.begin(), ratios.end(), [median](double r) {
+        return std::fabs(r - median) <= 1e-2 * std::fabs(median);
+      });
+      if (common && std::fabs(median + 1) < 1e-2) {
+        seen.push_back("the signs are flipped");
+      } else if (common) {
+        seen.push_back(fmt::format("every wrong element is {:.4g} times the expected value", median));
+      }
     }
   }
   std::string out;

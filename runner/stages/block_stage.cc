@@ -227,7 +227,12 @@ CaseReport RunBlockCase(const CaseSpec& spec, const BlockCaseSetup& setup) {
         });
       }
       if (!cp.misconception) {
-        if (cp.local == LocalStatus::kPass && !brokenUpstream.empty()) {
+        if (!upstreamUsable && !brokenUpstream.empty()) {
+          std::string names;
+          for (const auto& n : brokenUpstream) names += (names.empty() ? "" : " and ") + n;
+          cp.observation = fmt::format("not checked on its own: {} has elements that are unwritten or not finite",
+                                       names);
+        } else if (cp.local == LocalStatus::kPass && !brokenUpstream.empty()) {
           std::string names;
           for (const auto& n : brokenUpstream) names += (names.empty() ? "" : " and ") + n;
           cp.observation = fmt::format("your {} step is right for the {} it was given; it is off only because {} is",

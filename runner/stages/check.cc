@@ -21,6 +21,15 @@ std::string Under(const std::string& root, const std::string& relative) {
   return (fsys::path(root) / relative).lexically_normal().string();
 }
 
+// A path as a student would type it: relative to the workbook when inside it.
+std::string Shown(const std::string& path, const std::string& root) {
+  std::error_code ec;
+  const fsys::path absolute = fsys::absolute(path, ec).lexically_normal();
+  const fsys::path relative = absolute.lexically_relative(fsys::absolute(root, ec).lexically_normal());
+  if (relative.empty() || *relative.begin() == "..") return path;
+  return relative.string();
+}
+
 // What `check` runs: a prebuilt child, or the stage file built here.
 struct Implementation {
   std::string impl;
@@ -103,9 +112,9 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
   report.stage = stage->number;
   report.stageTitle = stage->title;
   report.impl = impl->impl;
-  report.source = impl->source;
+  report.source = Shown(impl->source, paths.sourceRoot);
   report.lesson = stage->lesson;
-  report.caseFile = casesPath;
+  report.caseFile = Shown(casesPath, paths.sourceRoot);
   if (const StageInfo* next = table->Next(stage->number)) {
     report.nextStage = fmt::format("stage {}: {} ({})", next->number, next->title, next->lesson);
   }
@@ -119,7 +128,8 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
   setup.harness = impl->harness;
   setup.lessonPath = stage->lesson;
   setup.limits.memoryBytes = o.memoryLimitMiB << 20;
-  for (const CaseSpec& spec : cases->cases) {
+  for (CaseSpec spec : cases->cases) {
+    if (o.showHidden) spec.hidden = false;
     setup.limits.wallSeconds = o.timeLimitSeconds > 0 ? o.timeLimitSeconds : DefaultBlockTimeLimit(spec.T);
     report.cases.push_back(RunBlockCase(spec, setup));
   }

@@ -15,6 +15,7 @@ namespace wb {
 struct CheckOptions {
   int stage = 0;
   bool solutions = false;     // check solutions/ instead of stages/
+  bool showHidden = false;    // report hidden cases in full (an instructor debugging a suite)
   std::string casesPath;      // default: the stage's visible suite
   std::string stagesDir;      // another tree's stages/ folder (a submission)
   std::string harness;        // a prebuilt child executable (tests, planted bugs)

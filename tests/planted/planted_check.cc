@@ -1,0 +1,152 @@
+// planted-check: runs the runner on a planted-bug variant and checks it is caught where
+// the bug file says.
+//
+//   planted-check RUNNER HARNESS BUG_FILE VISIBLE_CASES HIDDEN_CASES
+//
+// Bug file header lines (all optional but caught-at):
+//   caught-at: CHECKPOINT | none     the first failing checkpoint of every failing case;
+//                                    none: the variant is correct and must pass everything
+//   misconception: ID | none         named at caught-at in some failing case; none: never
+//                                    named there (the runner must not guess)
+//   observation: TEXT                appears in caught-at's observation in some failing case
+//   status: fail | crash | timeout   the status of every failing case (default fail)
+//   headline: TEXT                   appears in every failing case's headline
+//   suites: visible | hidden | both  which suites must have a failing case (default visible)
+//   time-limit: SECONDS              passed to the runner
+// Both suites are always run (hidden cases revealed), so a bug that shows where it should
+// not, or first shows at another checkpoint, fails the test too.
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using nlohmann::json;
+
+std::map<std::string, std::string> ReadHeader(const std::string& path) {
+  std::map<std::string, std::string> fields;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line) && line.rfind("--- ", 0) != 0) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(' '));
+    fields[line.substr(0, colon)] = value;
+  }
+  return fields;
+}
+
+bool Run(const std::string& command, std::string& output, int& status) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return false;
+  char buffer[65536];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
+  const int raw = pclose(pipe);
+  status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return true;
+}
+
+std::string Get(const std::map<std::string, std::string>& m, const std::string& key, const std::string& fallback) {
+  auto it = m.find(key);
+  return it == m.end() ? fallback : it->second;
+}
+
+const json* FindCheckpoint(const json& c, const std::string& name) {
+  for (const auto& cp : c["checkpoints"]) {
+    if (cp["name"] == name) return &cp;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 6) {
+    std::fprintf(stderr, "usage: planted-check RUNNER HARNESS BUG_FILE VISIBLE_CASES HIDDEN_CASES\n");
+    return 2;
+  }
+  const std::string runner = argv[1], harness = argv[2], bugFile = argv[3];
+  const auto header = ReadHeader(bugFile);
+  const std::string caughtAt = Get(header, "caught-at", "");
+  if (caughtAt.empty()) {
+    std::fprintf(stderr, "%s: no 'caught-at:' line\n", bugFile.c_str());
+    return 2;
+  }
+  const std::string misconception = Get(header, "misconception", "");
+  const std::string observation = Get(header, "observation", "");
+  const std::string status = Get(header, "status", "fail");
+  const std::string headline = Get(header, "headline", "");
+  const std::string suites = Get(header, "suites", "visible");
+  const std::string timeLimit = Get(header, "time-limit", "");
+
+  int failures = 0;
+  auto fail = [&failures](const std::string& what) {
+    std::fprintf(stderr, "FAIL: %s\n", what.c_str());
+    ++failures;
+  };
+  bool misconceptionSeen = false;
+  bool observationSeen = false;
+  const std::pair<std::string, std::string> runs[] = {{"visible", argv[4]}, {"hidden", argv[5]}};
+  for (const auto& [suite, cases] : runs) {
+    std::string command = "'" + runner + "' check 1 --format json --show-hidden --harness '" + harness +
+                          "' --cases '" + cases + "'";
+    if (!timeLimit.empty()) command += " --time-limit " + timeLimit;
+    std::string output;
+    int exitStatus = 0;
+    if (!Run(command + " 2>&1", output, exitStatus)) return 2;
+    json report;
+    try {
+      report = json::parse(output);
+    } catch (const std::exception&) {
+      fail(suite + ": the runner's output is not JSON:\n" + output);
+      continue;
+    }
+    int failing = 0;
+    for (const auto& c : report["cases"]) {
+      if (c["status"] == "pass") continue;
+      ++failing;
+      const std::string where = suite + " case " + c["name"].get<std::string>();
+      if (caughtAt == "none") {
+        fail(where + " failed (" + c["status"].get<std::string>() + "), but this variant is correct");
+        continue;
+      }
+      if (c["status"] != status) fail(where + ": status is " + c["status"].dump() + ", expected " + status);
+      if (c["first_failure"] != caughtAt) {
+        fail(where + ": first failure is " + c["first_failure"].dump() + ", expected " + caughtAt);
+      }
+      if (!headline.empty() &&
+          (!c["headline"].is_string() || c["headline"].get<std::string>().find(headline) == std::string::npos)) {
+        fail(where + ": headline " + c["headline"].dump() + " lacks '" + headline + "'");
+      }
+      const json* cp = FindCheckpoint(c, caughtAt);
+      if (cp == nullptr) continue;
+      const json& id = (*cp)["misconception_id"];
+      if (misconception == "none" && !id.is_null()) fail(where + ": the runner named " + id.dump() + " at " + caughtAt);
+      if (!misconception.empty() && id == misconception) misconceptionSeen = true;
+      const json& seen = (*cp)["observation"];
+      if (!observation.empty() && seen.is_string() && seen.get<std::string>().find(observation) != std::string::npos) {
+        observationSeen = true;
+      }
+    }
+    const bool mustFail = suites == "both" || suites == suite;
+    if (caughtAt == "none" && exitStatus != 0) fail(suite + ": exit status " + std::to_string(exitStatus) + ", expected 0");
+    if (caughtAt != "none" && mustFail && failing == 0) fail(suite + ": no case caught the bug");
+    if (caughtAt != "none" && failing > 0 && exitStatus != 1) {
+      fail(suite + ": exit status " + std::to_string(exitStatus) + ", expected 1");
+    }
+  }
+  if (!misconception.empty() && misconception != "none" && !misconceptionSeen) {
+    fail("the misconception " + misconception + " was never named at " + caughtAt);
+  }
+  if (!observation.empty() && !observationSeen) fail("no observation at " + caughtAt + " mentions '" + observation + "'");
+  if (failures == 0) std::printf("%s: caught as expected\n", bugFile.c_str());
+  return failures == 0 ? 0 : 1;
+}
