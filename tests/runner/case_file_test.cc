@@ -1,0 +1,76 @@
+// The case-file parser: what it accepts, and the exact message for each thing it refuses.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "runner/cases/case_file.h"
+
+namespace {
+
+std::string Refusal(const std::string& text) {
+  auto parsed = wb::ParseCaseFile(text, "suite.json");
+  REQUIRE(!parsed.ok());
+  CHECK(parsed.error().kind == wb::ErrorKind::kBadData);
+  return parsed.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("a stage-1 case file with defaults") {
+  auto parsed = wb::ParseCaseFile(R"({"stage": 1, "cases": [{"name": "a", "T": 4, "seed": 1},
+      {"name": "b", "T": 1, "seed": 2, "x_scale": 0.5, "w_scale": 8, "hidden": true, "points": 2}]})",
+                                  "suite.json");
+  REQUIRE(parsed.ok());
+  CHECK(parsed->stage == 1);
+  REQUIRE(parsed->cases.size() == 2);
+  CHECK(parsed->cases[0].xScale == 1.0);
+  CHECK(parsed->cases[0].wScale == 1.0);
+  CHECK(!parsed->cases[0].hidden);
+  CHECK(parsed->cases[0].points == 1.0);
+  CHECK(parsed->cases[1].xScale == 0.5);
+  CHECK(parsed->cases[1].wScale == 8.0);
+  CHECK(parsed->cases[1].hidden);
+  CHECK(parsed->cases[1].points == 2.0);
+}
+
+TEST_CASE("a stage-2 case gives steps") {
+  auto parsed = wb::ParseCaseFile(R"({"stage": 2, "cases": [{"name": "p", "steps": [5, 1, 1], "seed": 3}]})", "s.json");
+  REQUIRE(parsed.ok());
+  CHECK(parsed->cases[0].steps == std::vector<int>{5, 1, 1});
+  CHECK(parsed->cases[0].Tokens() == 7);
+}
+
+TEST_CASE("refusals name the file and the field") {
+  CHECK(Refusal("{\"stage\": 1, ") .rfind("suite.json: not valid JSON", 0) == 0);
+  CHECK(Refusal("[]") == "suite.json: the top level must be an object {\"stage\": N, \"cases\": [...]}");
+  CHECK(Refusal(R"({"stage": 1})") == "suite.json: field 'cases' is missing or not an array");
+  CHECK(Refusal(R"({"stage": 9, "cases": []})") == "suite.json: field 'stage' is 9; stages are 1 to 5");
+  CHECK(Refusal(R"({"stage": 1, "cases": []})") == "suite.json: field 'cases' is empty: a case file needs at least one case");
+  CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "T": 4, "seed": 1, "x_sclae": 2}]})") ==
+        "suite.json: cases[0]: unknown field 'x_sclae' (expected name, T or steps, seed, x_scale, w_scale, hidden, "
+        "points)");
+  CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "T": 0, "seed": 1}]})") ==
+        "suite.json: cases[0] ('a').T is 0; it must be 1 to 4096");
+  CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "T": 4}]})") ==
+        "suite.json: cases[0] ('a').seed is missing or not a non-negative integer");
+  CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "T": 4, "seed": 1, "w_scale": -1}]})") ==
+        "suite.json: cases[0] ('a').w_scale is -1; it must be a finite positive number");
+  CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "T": 4, "seed": 1}, {"name": "a", "T": 4, "seed": 2}]})") ==
+        "suite.json: cases[1].name 'a' is used twice");
+  CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "steps": [1], "seed": 1}]})") ==
+        "suite.json: cases[0] ('a'): 'steps' is for stage 2; stage 1 cases give 'T'");
+  CHECK(Refusal(R"({"stage": 2, "cases": [{"name": "a", "steps": [4, 0], "seed": 1}]})") ==
+        "suite.json: cases[0] ('a').steps[1] must be a positive integer");
+  CHECK(Refusal(R"({"stage": 2, "cases": [{"name": "a", "steps": [4000, 100], "seed": 1}]})") ==
+        "suite.json: cases[0] ('a'): 4100 tokens in all; at most 4096");
+  CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "T": 4, "seed": 1, "hidden": "yes"}]})") ==
+        "suite.json: cases[0] ('a').hidden must be true or false");
+}
+
+TEST_CASE("a missing case file is a usage error naming it") {
+  auto loaded = wb::LoadCaseFile("/nonexistent/suite.json");
+  REQUIRE(!loaded.ok());
+  CHECK(loaded.error().kind == wb::ErrorKind::kBadUsage);
+  CHECK(loaded.error().message == "/nonexistent/suite.json: cannot open the case file");
+}

@@ -1,0 +1,188 @@
+// The runner end to end, as a student, an instructor and a script see it: exit codes,
+// report contents, hidden-case redaction, and clear errors for bad data.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "run_command.h"
+
+using nlohmann::json;
+using wbtest::Quote;
+using wbtest::Source;
+using wbtest::Workbook;
+
+namespace {
+
+const std::vector<std::string> kCheckpoints = {"norm1", "q", "k", "v", "attnOut", "residual1", "norm2", "ffnOut", "output"};
+
+std::string TempDir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("wb-cli-{}-{}", getpid(), name);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+std::set<std::string> Keys(const json& object) {
+  std::set<std::string> keys;
+  for (const auto& [key, value] : object.items()) keys.insert(key);
+  return keys;
+}
+
+}  // namespace
+
+TEST_CASE("the solution passes every visible and example hidden case with nine checkpoints each") {
+  for (const char* suite : {"data/stage01/visible.json", "data/stage01/hidden-example.json"}) {
+    CAPTURE(suite);
+    const auto ran = Workbook("check 1 --solutions --format json --cases " + Quote(Source(suite)));
+    CHECK(ran.status == 0);
+    const json report = json::parse(ran.out);
+    CHECK(report["stage"] == 1);
+    CHECK(report["impl"] == "solution");
+    CHECK(report["status"] == "pass");
+    REQUIRE(!report["cases"].empty());
+    for (const auto& c : report["cases"]) {
+      CHECK(c["status"] == "pass");
+      CHECK(c["first_failure"].is_null());
+      REQUIRE(c["checkpoints"].size() == kCheckpoints.size());
+      for (size_t i = 0; i < kCheckpoints.size(); ++i) {
+        CHECK(c["checkpoints"][i]["name"] == kCheckpoints[i]);
+        CHECK(c["checkpoints"][i]["status"] == "pass");
+        CHECK(c["checkpoints"][i]["misconception"].is_null());
+      }
+    }
+  }
+}
+
+TEST_CASE("the shipped starter fails at norm1 as not implemented (fails if you have edited stages/)") {
+  const auto json_run = Workbook("check 1 --format json --stages-dir " + Quote(Source("stages")));
+  CHECK(json_run.status == 1);
+  const json report = json::parse(json_run.out);
+  CHECK(report["cases"][0]["status"] == "not_implemented");
+  CHECK(report["cases"][0]["first_failure"] == "norm1");
+  const auto text = Workbook("check 1 --stages-dir " + Quote(Source("stages")));
+  CHECK(text.status == 1);
+  CHECK(text.out.find("norm1 is not implemented yet") != std::string::npos);
+  CHECK(text.out.find("docs/stages/01-block.md") != std::string::npos);
+  CHECK(text.out.find('\033') == std::string::npos);  // no color into a pipe
+}
+
+TEST_CASE("a hidden case reports names, pass/fail and error sizes only, in every format") {
+  const std::string harness = Quote(wbtest::Env("WB_FAILING_HARNESS"));
+  const std::string cases = Quote(Source("data/stage01/hidden-example.json"));
+  // What the instructor sees with --show-hidden: the values that must not leak.
+  const auto revealed = Workbook("check 1 --format json --show-hidden --harness " + harness + " --cases " + cases);
+  REQUIRE(revealed.status == 1);
+  std::vector<std::string> secrets;
+  const json revealedReport = json::parse(revealed.out);
+  for (const auto& c : revealedReport["cases"]) {
+    secrets.push_back(c["parameters"].get<std::string>());
+    for (const auto& cp : c["checkpoints"]) {
+      for (const auto& e : cp["samples"]) secrets.push_back(fmt::format("{:.6g}", e["expected"].get<double>()));
+      if (cp["worst"].is_object()) {
+        secrets.push_back(fmt::format("{:.6g}", cp["worst"]["expected"].get<double>()));
+        secrets.push_back(cp["worst"]["where"].get<std::string>());
+      }
+    }
+  }
+  REQUIRE(secrets.size() > 10);
+  const auto hiddenJson = Workbook("check 1 --format json --harness " + harness + " --cases " + cases);
+  const auto hiddenText = Workbook("check 1 --harness " + harness + " --cases " + cases);
+  CHECK(hiddenJson.status == 1);
+  CHECK(hiddenText.status == 1);
+  for (const auto& secret : secrets) {
+    CAPTURE(secret);
+    CHECK(hiddenJson.out.find(secret) == std::string::npos);
+    CHECK(hiddenText.out.find(secret) == std::string::npos);
+  }
+  const json hiddenReport = json::parse(hiddenJson.out);
+  for (const auto& c : hiddenReport["cases"]) {
+    CHECK(Keys(c) == std::set<std::string>{"name", "hidden", "status", "first_failure", "headline", "checkpoints"});
+    for (const auto& cp : c["checkpoints"]) {
+      CHECK(Keys(cp) == std::set<std::string>{"name", "status", "max_abs_error", "failing", "total", "unwritten", "nan",
+                                              "inf", "points", "max_points", "misconception"});
+      CHECK(cp["misconception"].is_null());
+    }
+  }
+  CHECK(hiddenText.out.find("expected") == std::string::npos);
+  CHECK(hiddenText.out.find("worst") == std::string::npos);
+}
+
+TEST_CASE("a truncated or corrupted weight file exits 2 naming the file and how to regenerate it") {
+  const std::string dir = TempDir("weights");
+  const std::string good = wbtest::Env("WB_WEIGHTS");
+  const std::string cut = dir + "/cut.wbk";
+  const std::string flipped = dir + "/flipped.wbk";
+  const auto size = std::filesystem::file_size(good);
+  std::filesystem::copy_file(good, cut, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::resize_file(cut, size - 1000);
+  std::filesystem::copy_file(good, flipped, std::filesystem::copy_options::overwrite_existing);
+  {
+    std::fstream f(flipped, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096);
+    f.put('\x7f');
+  }
+  const auto truncated = Workbook("check 1 --solutions --weights " + Quote(cut));
+  CHECK(truncated.status == 2);
+  CHECK(truncated.err.find(cut) != std::string::npos);
+  CHECK(truncated.err.find("(truncated)") != std::string::npos);
+  CHECK(truncated.err.find("run ./workbook again to regenerate it") != std::string::npos);
+  const auto corrupted = Workbook("check 1 --solutions --weights " + Quote(flipped));
+  CHECK(corrupted.status == 2);
+  CHECK(corrupted.err.find("checksum") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("bad case files and bad invocations exit 2 with a message naming what is wrong") {
+  const std::string dir = TempDir("cases");
+  const std::string typo = dir + "/typo.json";
+  std::ofstream(typo) << R"({"stage": 1, "cases": [{"name": "a", "T": 4, "sed": 1}]})";
+  auto ran = Workbook("check 1 --solutions --cases " + Quote(typo));
+  CHECK(ran.status == 2);
+  CHECK(ran.err == "workbook: " + typo + ": cases[0]: unknown field 'sed' (expected name, T or steps, seed, x_scale, "
+                                         "w_scale, hidden, points)\n");
+  const std::string other = dir + "/other-stage.json";
+  std::ofstream(other) << R"({"stage": 3, "cases": [{"name": "a", "T": 4, "seed": 1}]})";
+  ran = Workbook("check 1 --solutions --cases " + Quote(other));
+  CHECK(ran.status == 2);
+  CHECK(ran.err == "workbook: " + other + ": field 'stage' is 3, but this is a check of stage 1\n");
+  ran = Workbook("check 9");
+  CHECK(ran.status == 2);
+  CHECK(ran.err == "workbook: there is no stage 9; the stages are 1 to 5\n");
+  ran = Workbook("check 1 --format yaml");
+  CHECK(ran.status == 2);
+  ran = Workbook("check 1 --cases " + Quote(dir + "/missing.json"));
+  CHECK(ran.status == 2);
+  CHECK(ran.err.find("missing.json: cannot open the case file") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a stage file that does not compile is a failure (exit 1) that shows the compiler's message") {
+  const std::string dir = TempDir("broken");
+  std::filesystem::create_directories(dir + "/01-block");
+  std::ofstream(dir + "/01-block/block.cc") << "#include \"stage01_block.h\"\nvoid decoder_block(int T) { oops }\n";
+  const auto ran = Workbook("check 1 --format json --stages-dir " + Quote(dir));
+  CHECK(ran.status == 1);
+  const json report = json::parse(ran.out);
+  CHECK(report["status"] == "compile_error");
+  CHECK(report["compiler_output"].get<std::string>().find("block.cc") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("--output writes the report to a file and nothing to stdout") {
+  const std::string dir = TempDir("output");
+  const std::string path = dir + "/report.json";
+  const auto ran = Workbook("check 1 --solutions --format json --output " + Quote(path));
+  CHECK(ran.status == 0);
+  CHECK(ran.out.empty());
+  std::ifstream in(path);
+  CHECK(json::parse(in)["status"] == "pass");
+  CHECK(!std::filesystem::exists(path + ".partial"));
+  std::filesystem::remove_all(dir);
+}
