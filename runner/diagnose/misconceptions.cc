@@ -11,7 +11,7 @@ using ref::Checkpoint;
 std::vector<BlockMisconception> MakeCatalogue() {
   return {
       {"rope-adjacent-pairs", {Checkpoint::kQ, Checkpoint::kK},
-       "Your {buffer} matches RoPE on adjacent pairs (2i, 2i+1); this block rotates the pairs (f, f+32) of "
+       "Your {buffer} matches RoPE on adjacent pairs (2f, 2f+1); this block rotates the pairs (f, f+32) of "
        "each 64-value head.",
        "rope-rotates-the-pairs-f-f32",
        [](BlockRecipe& r) { r.ropePairing = ref::RopePairing::kAdjacent; }},
