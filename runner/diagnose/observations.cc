@@ -58,36 +58,42 @@ std::string Observe(std::span<const float> got, std::span<const double> expected
     if (std::fabs(e) > 0.1 * rms) ratios.push_back(v / e);
   }
   auto list = [](const std::set<int>& s) { return Ranges(std::vector<int>(s.begin(), s.end())); };
+  // "token 3" or "tokens 1-2, 5"
+  auto named = [&list](const std::string& noun, const std::set<int>& s) {
+    return fmt::format("{}{} {}", noun, s.size() == 1 ? "" : "s", list(s));
+  };
+  auto count = [](size_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); };
   std::vector<std::string> seen;
   if (unwritten > 0) {
     std::string where;
     if (heads > 0 && static_cast<int>(unwrittenHeads.size()) < heads) {
-      where = fmt::format(" (heads {} of {})", list(unwrittenHeads),
-                          static_cast<int>(unwrittenRows.size()) < g.rows ? g.rowName + "s " + list(unwrittenRows)
+      where = fmt::format(" ({} of {})", named("head", unwrittenHeads),
+                          static_cast<int>(unwrittenRows.size()) < g.rows ? named(g.rowName, unwrittenRows)
                                                                           : "every " + g.rowName);
     } else if (static_cast<int>(unwrittenRows.size()) < g.rows) {
-      where = fmt::format(" ({}s {})", g.rowName, list(unwrittenRows));
+      where = fmt::format(" ({})", named(g.rowName, unwrittenRows));
     }
-    seen.push_back(fmt::format("{} elements were never written{}", unwritten, where));
+    seen.push_back(fmt::format("{} never written{}", count(unwritten, "element"), where));
   }
   if (derived > 0) {
-    seen.push_back(fmt::format("{} elements are NaN computed from elements never written ({}s {}): a buffer read "
-                               "before it was set, such as an accumulator never zeroed",
-                               derived, g.rowName, list(derivedRows)));
+    seen.push_back(fmt::format("{} NaN computed from elements never written ({}): a buffer read before it was "
+                               "set, such as an accumulator never zeroed",
+                               count(derived, "element"), named(g.rowName, derivedRows)));
   }
   if (!nonFiniteRows.empty()) {
     const int first = *nonFiniteRows.begin();
     const bool allLater = static_cast<int>(nonFiniteRows.size()) == g.rows - first;
     seen.push_back(allLater ? fmt::format("NaN or inf from {} {} on", g.rowName, first)
-                            : fmt::format("NaN or inf at {}s {}", g.rowName, list(nonFiniteRows)));
+                            : fmt::format("NaN or inf at {}", named(g.rowName, nonFiniteRows)));
   }
   if (wrong > 0) {
     if (zeros == wrong) seen.push_back("every wrong element is 0");
     if (static_cast<int>(badRows.size()) < g.rows) {
-      seen.push_back(fmt::format("only {}s {} are off; the other {}s match", g.rowName, list(badRows), g.rowName));
+      seen.push_back(fmt::format("only {} {} off; the other {}s match", named(g.rowName, badRows),
+                                 badRows.size() == 1 ? "is" : "are", g.rowName));
     }
     if (heads > 0 && static_cast<int>(badHeads.size()) < heads) {
-      seen.push_back(fmt::format("only heads {} are off", list(badHeads)));
+      seen.push_back(fmt::format("only {} {} off", named("head", badHeads), badHeads.size() == 1 ? "is" : "are"));
     }
     if (ratios.size() >= 4 && zeros < wrong) {
       std::vector<double> sorted = ratios;

@@ -55,11 +55,17 @@ std::string Counts(const CheckpointReport& c) {
   return s;
 }
 
-void CheckpointLines(std::string& out, const CheckpointReport& c, bool detailed, bool hidden, const Painter& p) {
+void CheckpointLines(std::string& out, const CheckpointReport& c, bool detailed, bool hidden, bool stoppedEarly,
+                     const Painter& p) {
   const std::string name = fmt::format("{:<10}", c.name);
   const std::string shape = hidden ? "" : fmt::format("{:<10} ", c.shape);
   if (c.status == CheckStatus::kPass) {
     out += fmt::format("  {}  {} {}{}\n", p.Green("ok  "), name, shape, p.Dim(fmt::format("max error {:.1e}", c.maxAbsError)));
+    return;
+  }
+  if (Unwritten(c) && stoppedEarly) {
+    out += fmt::format("  {}  {} {}not reached: your code stopped before writing any of it\n", p.Dim("----"), name,
+                       shape);
     return;
   }
   if (Unwritten(c)) {
@@ -118,7 +124,9 @@ std::string RenderText(const RunReport& r, const TextStyle& style) {
     for (const auto& cp : c.checkpoints) {
       const bool first = cp.status == CheckStatus::kFail && !seenFailure;
       if (c.status == CaseStatus::kNotImplemented && seenFailure) break;  // one TODO line is enough
-      CheckpointLines(out, cp, first && !c.hidden, c.hidden, p);
+      const bool stoppedEarly = c.status == CaseStatus::kCrash || c.status == CaseStatus::kTimeout ||
+                                c.status == CaseStatus::kExitedEarly;
+      CheckpointLines(out, cp, first && !c.hidden, c.hidden, stoppedEarly, p);
       seenFailure = seenFailure || cp.status == CheckStatus::kFail;
     }
     if (c.status == CaseStatus::kNotImplemented && c.checkpoints.size() > 1) {

@@ -76,7 +76,7 @@ TEST_CASE("observations: tokens, heads, a common factor, flipped signs, unwritte
   std::vector<float> got(expected.begin(), expected.end());
   for (int c = 0; c < 4; ++c) got[3 * 4 + c] *= 2.0f;  // token 3 only, every value doubled
   const std::string tokenThree = wb::Observe(got, expected, kTight, heads);
-  CHECK(tokenThree.find("only tokens 3 are off") != std::string::npos);
+  CHECK(tokenThree.find("only token 3 is off") != std::string::npos);
   CHECK(tokenThree.find("2 times the expected value") != std::string::npos);
 
   got.assign(expected.begin(), expected.end());
@@ -84,12 +84,12 @@ TEST_CASE("observations: tokens, heads, a common factor, flipped signs, unwritte
     for (int c = 2; c < 4; ++c) got[t * 4 + c] = -got[t * 4 + c];  // head 1 negated
   }
   const std::string headOne = wb::Observe(got, expected, kTight, heads);
-  CHECK(headOne.find("only heads 1 are off") != std::string::npos);
+  CHECK(headOne.find("only head 1 is off") != std::string::npos);
   CHECK(headOne.find("the signs are flipped") != std::string::npos);
 
   got.assign(expected.begin(), expected.end());
   for (int t = 0; t < 4; ++t) got[t * 4 + 3] = FromBits(wb::shm::kPoisonWord);
-  CHECK(wb::Observe(got, expected, kTight, heads) == "4 elements were never written (heads 1 of every token)");
+  CHECK(wb::Observe(got, expected, kTight, heads) == "4 elements never written (head 1 of every token)");
 
   got.assign(expected.begin(), expected.end());
   for (int i = 8; i < 16; ++i) got[i] = NAN;
