@@ -96,7 +96,7 @@ Expected<PackedWeights> LoadBlockWeights(const std::string& path) {
 
 double DefaultBlockTimeLimit(int T) { return std::max(10.0, 0.02 * T); }
 
-CaseReport RunBlockCase(const CaseSpec& spec, const BlockCaseSetup& setup) {
+CaseReport RunBlockCase(const CaseSpec& spec, const StageContext& setup) {
   const ref::BlockShape shape = ref::Stage1Shape();
   const int T = spec.T;
   CaseReport report;

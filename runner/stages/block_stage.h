@@ -9,20 +9,14 @@
 #include "../cases/case_file.h"
 #include "../isolation/child_process.h"
 #include "../report/report.h"
+#include "stage_driver.h"
 
 namespace wb {
 
 // Reads the stage-1 packed weights and checks they have the contract's shape and offsets.
 Expected<PackedWeights> LoadBlockWeights(const std::string& path);
 
-struct BlockCaseSetup {
-  const PackedWeights* weights = nullptr;
-  std::string harness;     // the child executable
-  std::string lessonPath;  // for misconception links
-  ChildLimits limits;
-};
-
-CaseReport RunBlockCase(const CaseSpec& spec, const BlockCaseSetup& setup);
+CaseReport RunBlockCase(const CaseSpec& spec, const StageContext& context);
 
 // The default wall-clock limit for a case of T tokens: 10 s, more for long sequences.
 double DefaultBlockTimeLimit(int T);

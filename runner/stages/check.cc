@@ -7,9 +7,10 @@
 
 #include "../../common/fnv1a.h"
 #include "../build/student_build.h"
+#include "build_config.h"
 #include "../cases/case_file.h"
 #include "block_stage.h"
-#include "build_config.h"
+#include "stage_driver.h"
 #include "stage_table.h"
 
 namespace wb {
@@ -40,7 +41,7 @@ struct Implementation {
 };
 
 Expected<Implementation> PrepareImplementation(const CheckOptions& o, const StageInfo& stage,
-                                               const WorkbookPaths& paths) {
+                                               const StageDriver& driver, const WorkbookPaths& paths) {
   Implementation impl;
   if (!o.harness.empty()) {
     impl.impl = o.harness;
@@ -51,7 +52,7 @@ Expected<Implementation> PrepareImplementation(const CheckOptions& o, const Stag
   if (o.solutions) {
     impl.impl = "solution";
     impl.source = Under(paths.sourceRoot, fmt::format("solutions/{}/{}", stage.dir, stage.file));
-    impl.harness = WB_SOLUTION_STAGE01;
+    impl.harness = driver.solutionHarness;
     return impl;
   }
   const std::string stagesDir = o.stagesDir.empty() ? Under(paths.sourceRoot, "stages") : o.stagesDir;
@@ -70,7 +71,7 @@ Expected<Implementation> PrepareImplementation(const CheckOptions& o, const Stag
   const std::string tree = fsys::absolute(stagesDir).lexically_normal().string();
   const std::string cacheName =
       fmt::format("stage{:02}-{:08x}", stage.number, Fnv1a64(tree.data(), tree.size()) & 0xffffffffu);
-  auto built = BuildStageHarness(setup, impl.source, WB_HARNESS_STAGE01, cacheName);
+  auto built = BuildStageHarness(setup, impl.source, driver.harnessLibrary, cacheName);
   if (!built.ok()) return built.error();
   impl.compiled = built->compiled;
   impl.compilerOutput = built->diagnostics;
@@ -91,7 +92,8 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
   if (!table.ok()) return table.error();
   const StageInfo* stage = table->Find(o.stage);
   if (stage == nullptr) return BadUsage(fmt::format("there is no stage {}; the stages are 1 to 5", o.stage));
-  if (!stage->available) {
+  const StageDriver* driver = FindStageDriver(o.stage);
+  if (!stage->available || driver == nullptr) {
     return BadUsage(fmt::format("stage {} ({}) is not in this workbook yet", o.stage, stage->title));
   }
   const std::string casesPath = o.casesPath.empty() ? Under(paths.sourceRoot, stage->visible) : o.casesPath;
@@ -105,7 +107,7 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
   auto weights = LoadBlockWeights(weightsPath);
   if (!weights.ok()) return weights.error();
 
-  auto impl = PrepareImplementation(o, *stage, paths);
+  auto impl = PrepareImplementation(o, *stage, *driver, paths);
   if (!impl.ok()) return impl.error();
 
   RunReport report;
@@ -123,15 +125,15 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
     report.compilerOutput = impl->compilerOutput;
     return report;
   }
-  BlockCaseSetup setup;
+  StageContext setup;
   setup.weights = &*weights;
   setup.harness = impl->harness;
   setup.lessonPath = stage->lesson;
   setup.limits.memoryBytes = o.memoryLimitMiB << 20;
   for (CaseSpec spec : cases->cases) {
     if (o.showHidden) spec.hidden = false;
-    setup.limits.wallSeconds = o.timeLimitSeconds > 0 ? o.timeLimitSeconds : DefaultBlockTimeLimit(spec.T);
-    report.cases.push_back(RunBlockCase(spec, setup));
+    setup.limits.wallSeconds = o.timeLimitSeconds > 0 ? o.timeLimitSeconds : driver->defaultTimeLimit(spec);
+    report.cases.push_back(driver->runCase(spec, setup));
   }
   report.status = RunStatus::kPass;
   for (const auto& c : report.cases) {
