@@ -21,7 +21,8 @@ Command AddCheckCommand(CLI::App& app) {
   c->add_flag("--solutions", o->check.solutions, "Check the solutions/ twin instead of your stages/ file");
   c->add_flag("--show-hidden", o->check.showHidden, "Report hidden cases in full (instructors only)");
   c->add_option("--cases", o->check.casesPath, "A case file (default: the stage's visible suite)");
-  c->add_option("--format", o->format, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
+  c->add_option("--format", o->format, "Report format: text, json, junit (XML) or gradescope (results.json)")
+      ->check(CLI::IsMember({"text", "json", "junit", "gradescope"}));
   c->add_option("--output", o->output, "Write the report to FILE instead of stdout");
   c->add_option("--stages-dir", o->check.stagesDir, "Check the stage file of another stages/ tree");
   c->add_option("--harness", o->check.harness, "Run a prebuilt child executable (used by the workbook's tests)");
@@ -34,7 +35,10 @@ Command AddCheckCommand(CLI::App& app) {
             auto report = RunCheck(o->check, DefaultPaths());
             if (!report.ok()) return ReportError(report.error().message);
             const TextStyle style = o->output.empty() ? DetectTextStyle() : TextStyle{};
-            const std::string text = o->format == "json" ? RenderJson(*report) : RenderText(*report, style);
+            const std::string text = o->format == "json"         ? RenderJson(*report)
+                                     : o->format == "junit"      ? RenderJunit(*report)
+                                     : o->format == "gradescope" ? RenderGradescope(*report)
+                                                                 : RenderText(*report, style);
             if (!Emit(text, o->output)) return ReportError(fmt::format("{}: cannot write the report", o->output));
             return ExitCodeFor(*report);
           }};

@@ -23,16 +23,16 @@ json Checkpoint(const CheckpointReport& c, bool hidden) {
       {"name", c.name},
       {"status", ToString(c.status)},
       {"max_abs_error", Number(c.maxAbsError)},
-      {"failing", c.failing},
-      {"total", c.total},
-      {"unwritten", c.unwritten},
-      {"nan", c.nanCount + c.fromUnwritten},
-      {"inf", c.infCount},
       {"points", c.points},
       {"max_points", c.maxPoints},
       {"misconception", c.misconception ? json(c.misconception->sentence) : json(nullptr)},
   };
-  if (hidden) return j;
+  if (hidden) return j;  // names, pass/fail and the error's size: nothing that shows the case
+  j["failing"] = c.failing;
+  j["total"] = c.total;
+  j["unwritten"] = c.unwritten;
+  j["nan"] = c.nanCount + c.fromUnwritten;
+  j["inf"] = c.infCount;
   j["shape"] = c.shape;
   j["local"] = ToString(c.local);
   j["tolerance"] = {{"atol", Number(c.atol)}, {"rtol", Number(c.rtol)}};

@@ -1,4 +1,5 @@
-// Renderers: the same RunReport as text for people or JSON for programs.
+// Renderers: the same RunReport as text for people, JSON for scripts, JUnit XML for CI
+// systems and Gradescope's results.json for its autograder.
 #pragma once
 
 #include <string>
@@ -13,6 +14,8 @@ struct TextStyle {
 
 std::string RenderText(const RunReport& report, const TextStyle& style);
 std::string RenderJson(const RunReport& report);
+std::string RenderJunit(const RunReport& report);
+std::string RenderGradescope(const RunReport& report);
 
 // Color only when stdout is a terminal and NO_COLOR is unset (https://no-color.org).
 TextStyle DetectTextStyle();
