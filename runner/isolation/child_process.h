@@ -20,6 +20,7 @@ struct ChildLimits {
   double wallSeconds = 10.0;
   uint64_t memoryBytes = 0;         // address-space limit beyond the shared region; 0: none
   size_t keepOutputBytes = 4096;    // kept from each end of stdout and of stderr
+  uint64_t outputLimitBytes = 1 << 20;  // more than this, stdout and stderr together, fails the case
 };
 
 // A stream the child wrote, trimmed to its head and tail.

@@ -252,8 +252,8 @@ CaseReport RunBlockCase(const CaseSpec& spec, const StageContext& setup) {
   }
 
   // How the child ended decides the case's status before the buffers do.
-  const std::string ending = DescribeEnding(outcome, region, "decoder_block", setup.limits.wallSeconds,
-                                            region.header().memoryLimitBytes);
+  const std::string ending =
+      DescribeEnding(outcome, region, "decoder_block", setup.limits.wallSeconds, setup.limits.memoryBytes);
   const std::vector<std::string> canary = DescribeCanaryDamage(region);
   switch (outcome.ending) {
     case ChildOutcome::Ending::kReturned: {
@@ -277,6 +277,16 @@ CaseReport RunBlockCase(const CaseSpec& spec, const StageContext& setup) {
     report.headline = ending;
     report.notes.insert(report.notes.end(), canary.begin(), canary.end());
     report.notes.push_back("when it stopped: " + DescribeWritten(region, outputs));
+  }
+  if (const std::string flood = DescribeOutputFlood(outcome, setup.limits.outputLimitBytes); !flood.empty()) {
+    if (report.status == CaseStatus::kPass || report.status == CaseStatus::kNotImplemented) {
+      report.status = CaseStatus::kFail;
+    }
+    if (report.headline.empty()) {
+      report.headline = flood;
+    } else {
+      report.notes.push_back(flood);
+    }
   }
   if (report.hidden) Redact(report);
   return report;

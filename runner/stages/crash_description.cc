@@ -74,7 +74,9 @@ std::string FaultPlace(const ChildOutcome& o, const SharedRegion& region, uint64
                         "or an index far out of range)",
                         verbPast, static_cast<uint64_t>(r.faultAddress));
   }
-  if (memoryLimitBytes > 0 && r.addressSpaceBytes >= memoryLimitBytes / 10 * 9) {
+  // The child's own limit also covers the shared region it maps.
+  const uint64_t childLimit = memoryLimitBytes + region.header().totalBytes;
+  if (memoryLimitBytes > 0 && r.addressSpaceBytes >= childLimit / 10 * 9) {
     place += fmt::format("; the process had used nearly all of its {} MiB memory limit, so an allocation "
                          "probably returned null",
                          memoryLimitBytes >> 20);
@@ -109,12 +111,24 @@ std::string DescribeEnding(const ChildOutcome& o, const SharedRegion& region, co
   } else if (r.signal == SIGFPE) {
     text += FpeDetail(r.signalCode);
   } else if (r.signal == SIGABRT && r.note[0] != '\0') {
-    text += fmt::format(": {}", std::string(r.note, strnlen(r.note, sizeof(r.note))));
+    const std::string note(r.note, strnlen(r.note, sizeof(r.note)));
+    text += ": " + note;
+    if (note.find("bad_alloc") != std::string::npos && memoryLimitBytes > 0) {
+      text += fmt::format(" (your code reached its memory limit of {} MiB)", memoryLimitBytes >> 20);
+    }
   } else if (o.signal == SIGKILL && memoryLimitBytes > 0) {
     text += fmt::format(" (its memory limit is {} MiB)", memoryLimitBytes >> 20);
   }
   if (r.phase < shm::kCalling) text += " (before your function was even called)";
   return text;
+}
+
+std::string DescribeOutputFlood(const ChildOutcome& outcome, uint64_t limitBytes) {
+  const uint64_t printed = outcome.stdoutText.totalBytes + outcome.stderrText.totalBytes;
+  if (limitBytes == 0 || printed <= limitBytes) return "";
+  return fmt::format("your code printed {} KiB, more than the {} KiB limit: remove the debugging output (what it "
+                     "printed is trimmed below)",
+                     printed >> 10, limitBytes >> 10);
 }
 
 std::vector<std::string> DescribeCanaryDamage(const SharedRegion& region) {

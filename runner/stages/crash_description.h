@@ -11,9 +11,12 @@
 namespace wb {
 
 // One sentence for a child that did not return normally ("" when it did). `function` is
-// the stage function's name.
+// the stage function's name; memoryLimitBytes is what the student's code may allocate.
 std::string DescribeEnding(const ChildOutcome& outcome, const SharedRegion& region, const std::string& function,
                            double timeLimitSeconds, uint64_t memoryLimitBytes);
+
+// One sentence when the child printed more than the limit ("" otherwise).
+std::string DescribeOutputFlood(const ChildOutcome& outcome, uint64_t limitBytes);
 
 // A note per buffer whose canary in front was overwritten (a write before its start).
 std::vector<std::string> DescribeCanaryDamage(const SharedRegion& region);

@@ -4,17 +4,19 @@
 //   planted-check RUNNER HARNESS BUG_FILE VISIBLE_CASES HIDDEN_CASES
 //
 // Bug file header lines (all optional but caught-at):
-//   caught-at: CHECKPOINT | none     the first failing checkpoint of every failing case;
-//                                    none: the variant is correct and must pass everything
+//   caught-at: CHECKPOINT | none | null   the first failing checkpoint of every failing case;
+//                                    none: the variant is correct and must pass everything;
+//                                    null: cases fail with every checkpoint right (e.g. output flood)
 //   misconception: ID | none         named at caught-at in some failing case; none: never
 //                                    named there (the runner must not guess)
 //   observation: TEXT                appears in caught-at's observation in some failing case
 //   status: fail | crash | timeout   the status of every failing case (default fail)
 //   headline: TEXT                   appears in every failing case's headline
-//   suites: visible | hidden | both  which suites must have a failing case (default visible)
+//   suites: visible | hidden | both  which suites must have a failing case (default visible);
+//           visible-only             run the visible suite only (the outcome depends on T)
 //   time-limit: SECONDS              passed to the runner
-// Both suites are always run (hidden cases revealed), so a bug that shows where it should
-// not, or first shows at another checkpoint, fails the test too.
+// Both suites are run (hidden cases revealed) unless the file says visible-only, so a bug
+// that shows where it should not, or first shows at another checkpoint, fails the test too.
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -96,6 +98,7 @@ int main(int argc, char** argv) {
   bool observationSeen = false;
   const std::pair<std::string, std::string> runs[] = {{"visible", argv[4]}, {"hidden", argv[5]}};
   for (const auto& [suite, cases] : runs) {
+    if (suites == "visible-only" && suite != "visible") continue;
     std::string command = "'" + runner + "' check 1 --format json --show-hidden --harness '" + harness +
                           "' --cases '" + cases + "'";
     if (!timeLimit.empty()) command += " --time-limit " + timeLimit;
@@ -119,7 +122,8 @@ int main(int argc, char** argv) {
         continue;
       }
       if (c["status"] != status) fail(where + ": status is " + c["status"].dump() + ", expected " + status);
-      if (c["first_failure"] != caughtAt) {
+      const json expectedFirst = caughtAt == "null" ? json(nullptr) : json(caughtAt);
+      if (c["first_failure"] != expectedFirst) {
         fail(where + ": first failure is " + c["first_failure"].dump() + ", expected " + caughtAt);
       }
       if (!headline.empty() &&
@@ -136,7 +140,7 @@ int main(int argc, char** argv) {
         observationSeen = true;
       }
     }
-    const bool mustFail = suites == "both" || suites == suite;
+    const bool mustFail = suites == "both" || suites == suite || (suites == "visible-only" && suite == "visible");
     if (caughtAt == "none" && exitStatus != 0) fail(suite + ": exit status " + std::to_string(exitStatus) + ", expected 0");
     if (caughtAt != "none" && mustFail && failing == 0) fail(suite + ": no case caught the bug");
     if (caughtAt != "none" && failing > 0 && exitStatus != 1) {
