@@ -29,20 +29,17 @@ void Store(unsigned char* at, T value) {
 
 }  // namespace
 
-Expected<PackedWeights> ReadPackedWeights(const std::string& path, const std::string& hint) {
+Expected<PackedWeights> ParsePackedWeights(const unsigned char* data, size_t size, const std::string& path,
+                                           const std::string& hint) {
   auto fail = [&](const std::string& what) {
     return BadData(fmt::format("{}: {}. {}", path, what, hint));
   };
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return fail("cannot open the packed weight file");
-  const auto fileBytes = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+  const uint64_t fileBytes = size;
   if (fileBytes < kPackedHeaderBytes) {
     return fail(fmt::format("the file is {} bytes, shorter than its {}-byte header (truncated)",
                             fileBytes, kPackedHeaderBytes));
   }
-  unsigned char header[kPackedHeaderBytes];
-  in.read(reinterpret_cast<char*>(header), kPackedHeaderBytes);
+  const unsigned char* header = data;
   if (std::memcmp(header, kPackedMagic, sizeof(kPackedMagic)) != 0) {
     return fail("bytes 0-7 are not the magic \"WBPACKED\": this is not a workbook weight file");
   }
@@ -82,15 +79,25 @@ Expected<PackedWeights> ReadPackedWeights(const std::string& path, const std::st
   }
   w.seed = Load<uint64_t>(header + kAtSeed);
   const auto checksum = Load<uint64_t>(header + kAtChecksum);
-  w.values.resize(payloadFloats);
-  in.read(reinterpret_cast<char*>(w.values.data()), static_cast<std::streamsize>(payloadBytes));
-  if (!in) return fail("cannot read the payload");
-  const uint64_t actual = Fnv1a64(w.values.data(), payloadBytes);
+  const uint64_t actual = Fnv1a64(data + kPackedHeaderBytes, payloadBytes);
   if (actual != checksum) {
     return fail(fmt::format("the payload's checksum is {:016x}, the header says {:016x} (corrupted)", actual,
                             checksum));
   }
+  w.values.resize(payloadFloats);
+  std::memcpy(w.values.data(), data + kPackedHeaderBytes, payloadBytes);
   return w;
+}
+
+Expected<PackedWeights> ReadPackedWeights(const std::string& path, const std::string& hint) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return BadData(fmt::format("{}: cannot open the packed weight file. {}", path, hint));
+  const auto fileBytes = static_cast<size_t>(in.tellg());
+  in.seekg(0);
+  std::vector<unsigned char> bytes(fileBytes);
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(fileBytes));
+  if (!in) return BadData(fmt::format("{}: cannot read the packed weight file. {}", path, hint));
+  return ParsePackedWeights(bytes.data(), bytes.size(), path, hint);
 }
 
 Status WritePackedWeights(const std::string& path, const PackedWeights& w) {

@@ -46,6 +46,9 @@ struct PackedWeights {
   std::vector<float> values;
 };
 
+// Parses a whole file's bytes; `path` only names the file in messages.
+Expected<PackedWeights> ParsePackedWeights(const unsigned char* data, size_t size, const std::string& path,
+                                           const std::string& regenerateHint);
 Expected<PackedWeights> ReadPackedWeights(const std::string& path, const std::string& regenerateHint);
 Status WritePackedWeights(const std::string& path, const PackedWeights& weights);
 

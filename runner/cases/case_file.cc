@@ -31,6 +31,8 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
     root = json::parse(text);
   } catch (const json::parse_error& e) {
     return fail(fmt::format("not valid JSON (byte {}): {}", e.byte, e.what()));
+  } catch (const json::exception& e) {  // e.g. a number too large for a double
+    return fail(fmt::format("not valid JSON: {}", e.what()));
   }
   if (!root.is_object()) return fail("the top level must be an object {\"stage\": N, \"cases\": [...]}");
   for (const auto& [key, value] : root.items()) {

@@ -24,5 +24,8 @@ int ReportError(const std::string& message);
 bool Emit(const std::string& text, const std::string& path);
 
 Command AddCheckCommand(CLI::App& app);
+Command AddHintCommand(CLI::App& app);
+Command AddListCommand(CLI::App& app);
+Command AddWatchCommand(CLI::App& app);
 
 }  // namespace wb::cli

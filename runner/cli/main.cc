@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<Command> commands = {
       AddCheckCommand(app),
+      AddWatchCommand(app),
+      AddHintCommand(app),
+      AddListCommand(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,5 +1,6 @@
 #include "stage_table.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -28,7 +29,7 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     return fail(fmt::format("not valid JSON: {}", e.what()));
   }
   StageTable table;
@@ -59,6 +60,21 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
       for (const auto& c : s["checkpoints"]) {
         if (!c.is_string()) return fail(fmt::format("stages[{}].checkpoints must hold names", i));
         info.checkpoints.push_back(c.get<std::string>());
+      }
+    }
+    if (s.contains("hints")) {
+      if (!s["hints"].is_object()) return fail(fmt::format("stages[{}].hints must map checkpoints to lists", i));
+      for (const auto& [checkpoint, list] : s["hints"].items()) {
+        if (std::find(info.checkpoints.begin(), info.checkpoints.end(), checkpoint) == info.checkpoints.end()) {
+          return fail(fmt::format("stages[{}].hints names '{}', which is not one of its checkpoints", i, checkpoint));
+        }
+        if (!list.is_array() || list.empty()) {
+          return fail(fmt::format("stages[{}].hints.{} must be a non-empty list of hints", i, checkpoint));
+        }
+        for (const auto& hint : list) {
+          if (!hint.is_string()) return fail(fmt::format("stages[{}].hints.{} must hold text", i, checkpoint));
+          info.hints[checkpoint].push_back(hint.get<std::string>());
+        }
       }
     }
     if (info.dir.empty() || info.title.empty()) return fail(fmt::format("stages[{}] needs 'dir' and 'title'", i));

@@ -2,6 +2,7 @@
 // their files, lessons and suites are, and which checkpoints each has, in order.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct StageInfo {
   std::string visible;   // relative to the workbook root
   std::string hiddenExample;
   std::vector<std::string> checkpoints;
+  std::map<std::string, std::vector<std::string>> hints;  // per checkpoint, gentlest first
   bool available = false;
 };
 
