@@ -1,0 +1,80 @@
+// The misconception catalogue: it covers the mistakes the stage teaches against, and every
+// link it prints lands on a heading of the lesson.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "runner/diagnose/misconceptions.h"
+#include "run_command.h"
+
+namespace {
+
+// The anchor a Markdown renderer (MkDocs, GitHub) gives a heading: lower case, punctuation
+// dropped, spaces to hyphens.
+std::string Slug(const std::string& heading) {
+  std::string slug;
+  for (const char c : heading) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') {
+      slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (c == ' ' && !slug.empty() && slug.back() != '-') {
+      slug += '-';
+    }
+  }
+  return slug;
+}
+
+std::set<std::string> Anchors(const std::string& path) {
+  std::ifstream in(path);
+  std::set<std::string> anchors;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("#", 0) != 0) continue;
+    anchors.insert(Slug(line.substr(line.find_first_not_of('#'))));
+  }
+  return anchors;
+}
+
+}  // namespace
+
+TEST_CASE("the slug rule matches the lesson's own links") {
+  CHECK(Slug(" RoPE rotates the pairs (f, f+32)") == "rope-rotates-the-pairs-f-f32");
+  CHECK(Slug(" Pre-norm: the residual stream is never normalised") == "pre-norm-the-residual-stream-is-never-normalised");
+}
+
+TEST_CASE("every misconception links a heading of the stage-1 lesson") {
+  const auto anchors = Anchors(wbtest::Source("docs/stages/01-block.md"));
+  REQUIRE(anchors.size() > 5);
+  for (const auto& m : wb::BlockMisconceptions()) {
+    CAPTURE(m.id);
+    CHECK(anchors.count(std::string(m.lessonAnchor)) == 1);
+    CHECK(!m.showsAt.empty());
+    CHECK(m.sentence.size() > 20);
+  }
+}
+
+TEST_CASE("the catalogue names each mistake the stage teaches against") {
+  std::set<std::string> ids;
+  for (const auto& m : wb::BlockMisconceptions()) CHECK(ids.insert(std::string(m.id)).second);
+  for (const char* required :
+       {"rope-adjacent-pairs", "rope-reversed", "rope-on-v", "gqa-interleaved", "no-causal-mask",
+        "mask-excludes-self", "no-score-scale", "no-max-subtraction", "missing-epsilon", "residual-from-normalised",
+        "silu-on-up", "output-from-input"}) {
+    CAPTURE(required);
+    CHECK(ids.count(required) == 1);
+  }
+}
+
+TEST_CASE("each misconception's recipe differs from the taught one") {
+  for (const auto& m : wb::BlockMisconceptions()) {
+    CAPTURE(m.id);
+    const ref::BlockRecipe taught;
+    const ref::BlockRecipe flipped = wb::Flipped(m);
+    CHECK(std::memcmp(&taught, &flipped, sizeof(taught)) != 0);
+  }
+}
