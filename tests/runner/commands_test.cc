@@ -22,17 +22,11 @@
 #include "run_command.h"
 
 using wbtest::Quote;
+using wbtest::ReadFile;
 using wbtest::Source;
 using wbtest::Workbook;
 
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 size_t Count(const std::string& text, const std::string& needle) {
   size_t n = 0;

@@ -17,16 +17,10 @@
 
 using nlohmann::json;
 using wbtest::Quote;
+using wbtest::ReadFile;
 using wbtest::Source;
 
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // The first fenced code block after the line that contains `marker`.
 std::string CodeBlockAfter(const std::string& markdown, const std::string& marker) {

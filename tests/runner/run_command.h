@@ -1,4 +1,5 @@
-// Test helper: runs a shell command and returns its exit status, stdout and stderr.
+// Test helpers: run a shell command (its exit status, stdout and stderr), find the workbook's
+// files, read a file whole.
 #pragma once
 
 #include <sys/wait.h>
@@ -47,5 +48,12 @@ inline Ran RunShell(const std::string& command) {
 inline Ran Workbook(const std::string& arguments) { return RunShell(Quote(Env("WB_RUNNER")) + " " + arguments); }
 
 inline std::string Source(const std::string& relative) { return Env("WB_SOURCE") + "/" + relative; }
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 }  // namespace wbtest
