@@ -247,7 +247,8 @@ std::optional<MistakenView> CallChecker::Mistaken(CallCheckpoint c, const ref::D
                                                          upstream)};
     }
     case CallCheckpoint::kCacheOtherRows: {
-      if (recipe.cacheRow == ref::CacheRow::kAbsolute) return std::nullopt;
+      // Rows the mistaken recipe writes are the right rows in a call at position 0.
+      if (ref::CacheRowFor(call_, 0, recipe) == call_.pos) return std::nullopt;
       MistakenView view;
       for (const auto* cache : {&in_.run->cacheAfter.keys, &in_.run->cacheAfter.values}) {
         for (int t = 0; t < call_.n; ++t) {
@@ -339,8 +340,8 @@ CheckpointReport CallChecker::CheckBuffer(CallCheckpoint c) {
   if (cp.local != LocalStatus::kPass) cp.misconception = Recognise(c, upstreamUsable);
   if (cp.misconception) return cp;
   if (!upstreamUsable && !broken.empty()) {
-    cp.observation = fmt::format("not checked on its own: {} has elements that are unwritten or not finite",
-                                 JoinNames(broken));
+    cp.observation = fmt::format("not checked on its own: {} {} elements that are unwritten or not finite",
+                                 JoinNames(broken), broken.size() == 1 ? "has" : "have");
   } else if (cp.local == LocalStatus::kPass && !broken.empty()) {
     const std::string names = JoinNames(broken);
     cp.observation = fmt::format("your {} step is right for the {} it was given; it is off only because {} {}",
@@ -365,36 +366,37 @@ CheckpointReport CallChecker::CheckOtherRows() {
   cp.shape = fmt::format("2 x {} x {}", kCacheRows - call_.n, kCacheWidth);
   const int first = call_.pos;
   const int end = call_.pos + call_.n;
-  struct Changed {
+  struct Cache {
     const char* name;
-    std::set<int> earlier;  // rows of earlier calls
-    std::set<int> later;    // rows no call has written yet
+    const std::vector<float>* before;
+    const std::vector<float>* after;
+    std::set<int> earlier;  // changed rows that earlier calls wrote
+    std::set<int> later;    // changed rows that no call has written yet
   };
-  std::array<Changed, 2> changed = {Changed{"kCache", {}, {}}, Changed{"vCache", {}, {}}};
-  const std::array<const std::vector<float>*, 2> before = {&in_.before->keys, &in_.before->values};
-  const std::array<const std::vector<float>*, 2> after = {&in_.run->cacheAfter.keys, &in_.run->cacheAfter.values};
-  for (size_t which = 0; which < 2; ++which) {
+  std::array<Cache, 2> caches = {Cache{"kCache", &in_.before->keys, &in_.run->cacheAfter.keys, {}, {}},
+                                 Cache{"vCache", &in_.before->values, &in_.run->cacheAfter.values, {}, {}}};
+  for (Cache& cache : caches) {
     for (int row = 0; row < kCacheRows; ++row) {
       if (row >= first && row < end) continue;
+      bool rowShown = false;  // one sample per row: a changed row usually changed in full
       for (int col = 0; col < kCacheWidth; ++col) {
         const size_t i = static_cast<size_t>(row) * kCacheWidth + col;
         ++cp.total;
-        const float was = (*before[which])[i];
-        const float now = (*after[which])[i];
+        const float was = (*cache.before)[i];
+        const float now = (*cache.after)[i];
         if (std::memcmp(&was, &now, sizeof(float)) == 0) continue;
         ++cp.failing;
-        (row < first ? changed[which].earlier : changed[which].later).insert(row);
-        if (std::isfinite(was) && std::isfinite(now)) cp.maxAbsError = std::max(cp.maxAbsError, std::fabs(double(now) - was));
-        const std::string where =
-            fmt::format("{} row {} ({}), KV head {}, channel {}", changed[which].name, row,
-                        row < first ? "an earlier call's: it must keep its value" : "a later position's: it must stay unwritten",
-                        col / shape_.headDim, col % shape_.headDim);
-        const double expected = StateOf(was) == ElementState::kWritten ? double(was) : std::nan("");
-        if (!cp.worst) {
-          cp.worst = Detail(where, expected, now);
-        } else if (cp.samples.size() < kSamplesShown) {
-          cp.samples.push_back(Detail(where, expected, now));
+        (row < first ? cache.earlier : cache.later).insert(row);
+        if (std::isfinite(was) && std::isfinite(now)) {
+          cp.maxAbsError = std::max(cp.maxAbsError, std::fabs(static_cast<double>(now) - was));
         }
+        if (rowShown || cp.samples.size() >= kSamplesShown) continue;
+        rowShown = true;
+        const std::string where = fmt::format("{} row {} ({}), KV head {}, channel {}", cache.name, row,
+                                              row < first ? "written by an earlier call" : "no call has written it yet",
+                                              col / shape_.headDim, col % shape_.headDim);
+        const double expected = StateOf(was) == ElementState::kWritten ? static_cast<double>(was) : std::nan("");
+        (cp.worst ? cp.samples.emplace_back() : cp.worst.emplace()) = Detail(where, expected, now);
       }
     }
   }
@@ -408,20 +410,27 @@ CheckpointReport CallChecker::CheckOtherRows() {
                                       return Mistaken(CallCheckpoint::kCacheOtherRows, recipe, kvUsable);
                                     });
   if (cp.misconception) return cp;
+  // "kCache and vCache rows 0-4 changed: ...", naming each cache apart only when they differ.
+  auto rows = [](const std::set<int>& set) {
+    return fmt::format("{} {}", set.size() == 1 ? "row" : "rows", Ranges(std::vector<int>(set.begin(), set.end())));
+  };
   std::vector<std::string> seen;
-  for (const Changed& c : changed) {
-    if (!c.earlier.empty()) {
-      seen.push_back(fmt::format("{} rows {} changed: earlier calls wrote them, and they must keep those values",
-                                 c.name, Ranges(std::vector<int>(c.earlier.begin(), c.earlier.end()))));
+  auto describe = [&](std::set<int> Cache::*group, const char* why) {
+    const Cache& k = caches[0];
+    const Cache& v = caches[1];
+    if (!(k.*group).empty() && k.*group == v.*group) {
+      seen.push_back(fmt::format("kCache and vCache {} changed: {}", rows(k.*group), why));
+      return;
     }
-    if (!c.later.empty()) {
-      seen.push_back(fmt::format("{} rows {} changed: no call has reached them yet, and they must stay as the runner "
-                                 "left them", c.name, Ranges(std::vector<int>(c.later.begin(), c.later.end()))));
+    for (const Cache& c : caches) {
+      if (!(c.*group).empty()) seen.push_back(fmt::format("{} {} changed: {}", c.name, rows(c.*group), why));
     }
-  }
-  for (const auto& s : seen) cp.observation += (cp.observation.empty() ? "" : "; ") + s;
-  cp.observation += fmt::format(". This call may write rows {} only", call_.n == 1 ? fmt::format("{}", first)
-                                                                                : fmt::format("{}-{}", first, end - 1));
+  };
+  describe(&Cache::earlier, "earlier calls wrote them, and they must keep those values");
+  describe(&Cache::later, "no call has reached them yet, and they must stay as they were");
+  for (const auto& line : seen) cp.observation += (cp.observation.empty() ? "" : "; ") + line;
+  cp.observation += fmt::format(". This call may write {} only",
+                                call_.n == 1 ? fmt::format("row {}", first) : fmt::format("rows {}-{}", first, end - 1));
   return cp;
 }
 
