@@ -12,6 +12,7 @@
 
 #include "run_command.h"
 #include "runner/diagnose/decode_misconceptions.h"
+#include "runner/stages/stage_table.h"
 
 namespace {
 
@@ -66,5 +67,18 @@ TEST_CASE("every stage-2 misconception is named by a planted bug") {
   for (const auto& m : wb::DecodeMisconceptions()) {
     CAPTURE(m.id);
     CHECK(planted.count(std::string(m.id)) == 1);
+  }
+}
+
+TEST_CASE("the stage table makes stage 2 available with the nine buffers a call checks") {
+  auto table = wb::LoadStageTable(wbtest::Source("data/stages.json"));
+  REQUIRE(table.ok());
+  const wb::StageInfo* two = table->Find(2);
+  REQUIRE(two != nullptr);
+  CHECK(two->available);
+  CHECK(two->function == "decoder_step");
+  REQUIRE(two->checkpoints.size() == static_cast<size_t>(ref::kCheckpointCount));
+  for (int i = 0; i < ref::kCheckpointCount; ++i) {
+    CHECK(two->checkpoints[i] == ref::CheckpointName(ref::kCheckpointOrder[i]));
   }
 }
