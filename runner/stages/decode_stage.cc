@@ -50,6 +50,14 @@ void AppendOutput(std::string& all, const std::string& label, const ChildOutcome
   all += fmt::format("[{}]\n{}", label, text);
 }
 
+// The runner itself could not run a call (no memory for the region, no fork).
+CaseReport RunnerFailed(CaseReport report, const Error& error) {
+  report.status = CaseStatus::kCrash;
+  report.headline = error.message;
+  if (report.hidden) Redact(report);
+  return report;
+}
+
 }  // namespace
 
 double DefaultDecodeTimeLimit(const CaseSpec& spec) { return std::max(10.0, 0.03 * spec.Tokens()); }
@@ -71,11 +79,7 @@ CaseReport RunDecodeCase(const CaseSpec& spec, const StageContext& setup) {
   for (int s = 0; s < callCount && !stopped; ++s) {
     const ref::DecodeCall& call = data.calls[s];
     auto ran = RunCallInChild(data, call, s, cache, setup);
-    if (!ran.ok()) {
-      report.status = CaseStatus::kCrash;
-      report.headline = ran.error().message;
-      return report;
-    }
+    if (!ran.ok()) return RunnerFailed(std::move(report), ran.error());
     const CallRun& run = *ran;
     report.callSeconds += run.outcome.callSeconds;
     AppendOutput(report.childOutput, fmt::format("step {}", s + 1), run.outcome);
@@ -115,11 +119,7 @@ CaseReport RunDecodeCase(const CaseSpec& spec, const StageContext& setup) {
     } else {
       const ref::DecodeCall whole{.pos = 0, .n = data.tokens};
       auto ran = RunCallInChild(data, whole, callCount, CacheState::Poisoned(), setup);
-      if (!ran.ok()) {
-        report.status = CaseStatus::kCrash;
-        report.headline = ran.error().message;
-        return report;
-      }
+      if (!ran.ok()) return RunnerFailed(std::move(report), ran.error());
       AppendOutput(report.childOutput, fmt::format("one call of all {} tokens", data.tokens), ran->outcome);
       stopped = StatusOfEnding(ran->outcome.ending);
       if (stopped) {
