@@ -27,7 +27,7 @@ Command AddCheckCommand(CLI::App& app) {
   c->add_option("--stages-dir", o->check.stagesDir, "Check the stage file of another stages/ tree");
   c->add_option("--harness", o->check.harness, "Run a prebuilt child executable (used by the workbook's tests)");
   c->add_option("--weights", o->check.weightsPath, "Use another packed weight file");
-  c->add_option("--time-limit", o->check.timeLimitSeconds, "Seconds per case (default: 10, more for long T)")
+  c->add_option("--time-limit", o->check.timeLimitSeconds, "Seconds per case, per call in stage 2 (default: 10, more for long sequences)")
       ->check(CLI::PositiveNumber);
   c->add_option("--memory-limit", o->check.memoryLimitMiB, "MiB your code may allocate (default 1024)")
       ->check(CLI::PositiveNumber);

@@ -27,5 +27,6 @@ Command AddCheckCommand(CLI::App& app);
 Command AddHintCommand(CLI::App& app);
 Command AddListCommand(CLI::App& app);
 Command AddWatchCommand(CLI::App& app);
+Command AddBenchCommand(CLI::App& app);
 
 }  // namespace wb::cli

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
       AddWatchCommand(app),
       AddHintCommand(app),
       AddListCommand(app),
+      AddBenchCommand(app),
   };
   try {
     app.parse(argc, argv);

@@ -30,7 +30,7 @@ std::string Observe(std::span<const float> got, std::span<const double> expected
   std::vector<double> ratios;
   size_t unwritten = 0, derived = 0, wrong = 0, zeros = 0;
   for (size_t i = 0; i < expected.size(); ++i) {
-    const int row = static_cast<int>(i / g.width);
+    const int row = g.firstRow + static_cast<int>(i / g.width);
     const int head = g.headDim > 0 ? static_cast<int>(i % g.width) / g.headDim : 0;
     const ElementState state = StateOf(got[i]);
     if (state == ElementState::kUnwritten) {
@@ -82,7 +82,7 @@ std::string Observe(std::span<const float> got, std::span<const double> expected
   }
   if (!nonFiniteRows.empty()) {
     const int first = *nonFiniteRows.begin();
-    const bool allLater = static_cast<int>(nonFiniteRows.size()) == g.rows - first;
+    const bool allLater = static_cast<int>(nonFiniteRows.size()) == g.firstRow + g.rows - first;
     seen.push_back(allLater ? fmt::format("NaN or inf from {} {} on", g.rowName, first)
                             : fmt::format("NaN or inf at {}", named(g.rowName, nonFiniteRows)));
   }

@@ -15,6 +15,7 @@ struct BufferGeometry {
   int width = 0;
   int headDim = 0;  // 0 when the buffer is not split into heads
   std::string rowName = "token";
+  int firstRow = 0;  // the number of the buffer's first row (stage 2: the call's first position)
 };
 
 std::string Observe(std::span<const float> got, std::span<const double> expected, const Tolerance& tolerance,

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -56,8 +57,8 @@ std::string Counts(const CheckpointReport& c) {
 }
 
 void CheckpointLines(std::string& out, const CheckpointReport& c, bool detailed, bool hidden, bool stoppedEarly,
-                     const Painter& p) {
-  const std::string name = fmt::format("{:<10}", c.name);
+                     size_t nameWidth, const Painter& p) {
+  const std::string name = fmt::format("{:<{}}", c.name, nameWidth);
   const std::string shape = hidden ? "" : fmt::format("{:<10} ", c.shape);
   if (c.status == CheckStatus::kPass) {
     out += fmt::format("  {}  {} {}{}\n", p.Green("ok  "), name, shape, p.Dim(fmt::format("max error {:.1e}", c.maxAbsError)));
@@ -68,7 +69,7 @@ void CheckpointLines(std::string& out, const CheckpointReport& c, bool detailed,
                        shape);
     return;
   }
-  if (Unwritten(c)) {
+  if (Unwritten(c) && detailed) {
     out += fmt::format("  {}  {} {}not implemented yet: none of its {} elements was written\n", p.Yellow("TODO"), name,
                        shape, c.total);
     return;
@@ -121,12 +122,14 @@ std::string RenderText(const RunReport& r, const TextStyle& style) {
     if (!c.headline.empty()) out += fmt::format("  {} {}\n", p.Red("!"), c.headline);
     for (const auto& note : c.notes) out += fmt::format("  {} {}\n", p.Dim("-"), note);
     bool seenFailure = false;
+    size_t nameWidth = 10;
+    for (const auto& cp : c.checkpoints) nameWidth = std::max(nameWidth, cp.name.size());
     for (const auto& cp : c.checkpoints) {
       const bool first = cp.status == CheckStatus::kFail && !seenFailure;
       if (c.status == CaseStatus::kNotImplemented && seenFailure) break;  // one TODO line is enough
       const bool stoppedEarly = c.status == CaseStatus::kCrash || c.status == CaseStatus::kTimeout ||
                                 c.status == CaseStatus::kExitedEarly;
-      CheckpointLines(out, cp, first && !c.hidden, c.hidden, stoppedEarly, p);
+      CheckpointLines(out, cp, first && !c.hidden, c.hidden, stoppedEarly, nameWidth, p);
       seenFailure = seenFailure || cp.status == CheckStatus::kFail;
     }
     if (c.status == CaseStatus::kNotImplemented && c.checkpoints.size() > 1) {
@@ -142,8 +145,9 @@ std::string RenderText(const RunReport& r, const TextStyle& style) {
   }
   out += "\n";
   if (failed == 0) {
-    const size_t checkpoints = r.cases.empty() ? 0 : r.cases.front().checkpoints.size();
-    out += p.Green(fmt::format("All {} checkpoints pass in every case ({} case{}).", checkpoints, r.cases.size(),
+    size_t checkpoints = 0;
+    for (const auto& c : r.cases) checkpoints += c.checkpoints.size();
+    out += p.Green(fmt::format("Every checkpoint passes: {} in {} case{}.", checkpoints, r.cases.size(),
                                r.cases.size() == 1 ? "" : "s"));
     out += fmt::format(" Stage {} is done.\n", r.stage);
     if (!r.nextStage.empty()) out += fmt::format("Next: {}\n", r.nextStage);

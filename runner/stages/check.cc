@@ -118,7 +118,10 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
   report.lesson = stage->lesson;
   report.caseFile = Shown(casesPath, paths.sourceRoot);
   if (const StageInfo* next = table->Next(stage->number)) {
-    report.nextStage = fmt::format("stage {}: {} ({})", next->number, next->title, next->lesson);
+    report.nextStage = next->available
+                           ? fmt::format("stage {}: {} ({}): ./workbook check {}", next->number, next->title,
+                                         next->lesson, next->number)
+                           : fmt::format("stage {}, {}, is coming to this workbook.", next->number, next->title);
   }
   if (!impl->compiled) {
     report.status = RunStatus::kCompileError;

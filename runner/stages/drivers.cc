@@ -1,6 +1,7 @@
 // The table of stage drivers.
 #include "block_stage.h"
 #include "build_config.h"
+#include "decode_stage.h"
 #include "stage_driver.h"
 
 namespace wb {
@@ -12,6 +13,11 @@ const StageDriver* FindStageDriver(int stage) {
        .solutionHarness = WB_SOLUTION_STAGE01,
        .defaultTimeLimit = [](const CaseSpec& c) { return DefaultBlockTimeLimit(c.T); },
        .runCase = RunBlockCase},
+      {.number = 2,
+       .harnessLibrary = WB_HARNESS_STAGE02,
+       .solutionHarness = WB_SOLUTION_STAGE02,
+       .defaultTimeLimit = DefaultDecodeTimeLimit,
+       .runCase = RunDecodeCase},
   };
   for (const StageDriver& d : kDrivers) {
     if (d.number == stage) return &d;

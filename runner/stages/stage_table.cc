@@ -20,7 +20,7 @@ const StageInfo* StageTable::Next(int number) const {
   for (const auto& s : stages) {
     if (s.number > number) return &s;
   }
-  return nullptr;
+  return nullptr;  // the last stage
 }
 
 Expected<StageTable> ParseStageTable(const std::string& text, const std::string& path) {

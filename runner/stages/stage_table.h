@@ -29,7 +29,7 @@ struct StageTable {
   std::vector<StageInfo> stages;
 
   const StageInfo* Find(int number) const;
-  const StageInfo* Next(int number) const;  // the next available stage, if any
+  const StageInfo* Next(int number) const;  // the stage after `number`, available or not
 };
 
 Expected<StageTable> ParseStageTable(const std::string& text, const std::string& pathForMessages);

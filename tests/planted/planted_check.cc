@@ -1,12 +1,14 @@
 // planted-check: runs the runner on a planted-bug variant and checks it is caught where
 // the bug file says.
 //
-//   planted-check RUNNER HARNESS BUG_FILE VISIBLE_CASES HIDDEN_CASES
+//   planted-check STAGE RUNNER HARNESS BUG_FILE VISIBLE_CASES HIDDEN_CASES
 //
 // Bug file header lines (all optional but caught-at):
 //   caught-at: CHECKPOINT | none | null   the first failing checkpoint of every failing case;
 //                                    none: the variant is correct and must pass everything;
 //                                    null: cases fail with every checkpoint right (e.g. output flood)
+//   caught-at[CASE]: CHECKPOINT      the first failing checkpoint of case CASE instead (a
+//                                    bug that shows elsewhere in a case shaped differently)
 //   misconception: ID | none         named at caught-at in some failing case; none: never
 //                                    named there (the runner must not guess)
 //   observation: TEXT                appears in caught-at's observation in some failing case
@@ -20,6 +22,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -71,11 +74,11 @@ const json* FindCheckpoint(const json& c, const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: planted-check RUNNER HARNESS BUG_FILE VISIBLE_CASES HIDDEN_CASES\n");
+  if (argc != 7) {
+    std::fprintf(stderr, "usage: planted-check STAGE RUNNER HARNESS BUG_FILE VISIBLE_CASES HIDDEN_CASES\n");
     return 2;
   }
-  const std::string runner = argv[1], harness = argv[2], bugFile = argv[3];
+  const std::string stage = argv[1], runner = argv[2], harness = argv[3], bugFile = argv[4];
   const auto header = ReadHeader(bugFile);
   const std::string caughtAt = Get(header, "caught-at", "");
   if (caughtAt.empty()) {
@@ -96,10 +99,11 @@ int main(int argc, char** argv) {
   };
   bool misconceptionSeen = false;
   bool observationSeen = false;
-  const std::pair<std::string, std::string> runs[] = {{"visible", argv[4]}, {"hidden", argv[5]}};
+  std::set<std::string> caseNames;
+  const std::pair<std::string, std::string> runs[] = {{"visible", argv[5]}, {"hidden", argv[6]}};
   for (const auto& [suite, cases] : runs) {
     if (suites == "visible-only" && suite != "visible") continue;
-    std::string command = "'" + runner + "' check 1 --format json --show-hidden --harness '" + harness +
+    std::string command = "'" + runner + "' check " + stage + " --format json --show-hidden --harness '" + harness +
                           "' --cases '" + cases + "'";
     if (!timeLimit.empty()) command += " --time-limit " + timeLimit;
     std::string output;
@@ -114,6 +118,7 @@ int main(int argc, char** argv) {
     }
     int failing = 0;
     for (const auto& c : report["cases"]) {
+      caseNames.insert(c["name"].get<std::string>());
       if (c["status"] == "pass") continue;
       ++failing;
       const std::string where = suite + " case " + c["name"].get<std::string>();
@@ -122,15 +127,16 @@ int main(int argc, char** argv) {
         continue;
       }
       if (c["status"] != status) fail(where + ": status is " + c["status"].dump() + ", expected " + status);
-      const json expectedFirst = caughtAt == "null" ? json(nullptr) : json(caughtAt);
+      const std::string caseCaughtAt = Get(header, "caught-at[" + c["name"].get<std::string>() + "]", caughtAt);
+      const json expectedFirst = caseCaughtAt == "null" ? json(nullptr) : json(caseCaughtAt);
       if (c["first_failure"] != expectedFirst) {
-        fail(where + ": first failure is " + c["first_failure"].dump() + ", expected " + caughtAt);
+        fail(where + ": first failure is " + c["first_failure"].dump() + ", expected " + caseCaughtAt);
       }
       if (!headline.empty() &&
           (!c["headline"].is_string() || c["headline"].get<std::string>().find(headline) == std::string::npos)) {
         fail(where + ": headline " + c["headline"].dump() + " lacks '" + headline + "'");
       }
-      const json* cp = FindCheckpoint(c, caughtAt);
+      const json* cp = FindCheckpoint(c, caseCaughtAt);
       if (cp == nullptr) continue;
       const json& id = (*cp)["misconception_id"];
       if (misconception == "none" && !id.is_null()) fail(where + ": the runner named " + id.dump() + " at " + caughtAt);
@@ -146,6 +152,12 @@ int main(int argc, char** argv) {
     if (caughtAt != "none" && failing > 0 && exitStatus != 1) {
       fail(suite + ": exit status " + std::to_string(exitStatus) + ", expected 1");
     }
+  }
+  for (const auto& [key, value] : header) {
+    const std::string prefix = "caught-at[";
+    if (key.rfind(prefix, 0) != 0) continue;
+    const std::string name = key.substr(prefix.size(), key.size() - prefix.size() - 1);
+    if (!caseNames.count(name)) fail("'" + key + "' names a case that neither suite has");
   }
   if (!misconception.empty() && misconception != "none" && !misconceptionSeen) {
     fail("the misconception " + misconception + " was never named at " + caughtAt);

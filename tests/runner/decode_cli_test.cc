@@ -1,0 +1,189 @@
+// Stage 2 end to end: the solution passes with every call's checkpoints, the starter stops
+// at its first TODO, a mistake that shows only in a later call is reported there, a crash
+// in a call ends the case with the same checkpoints, hidden cases stay redacted, and the
+// benchmark runs.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "run_command.h"
+
+using nlohmann::json;
+using wbtest::Quote;
+using wbtest::Source;
+using wbtest::Workbook;
+
+namespace {
+
+const std::vector<std::string> kCallCheckpoints = {"norm1",  "q",       "k",         "v",     "cacheOtherRows", "kCache",
+                                                   "vCache", "attnOut", "residual1", "norm2", "ffnOut",         "output"};
+
+// The checkpoint names a case of these steps reports, in order.
+std::vector<std::string> ExpectedNames(const std::vector<int>& steps) {
+  std::vector<std::string> names;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    for (const auto& c : kCallCheckpoints) names.push_back(fmt::format("step{}.{}", s + 1, c));
+  }
+  if (steps.size() > 1) names.emplace_back("sameAsPrefill");
+  return names;
+}
+
+std::vector<int> StepsOf(const std::string& suite, const std::string& caseName) {
+  std::ifstream in(Source(suite));
+  const json file = json::parse(in);
+  for (const auto& c : file["cases"]) {
+    if (c["name"] == caseName) return c["steps"].get<std::vector<int>>();
+  }
+  return {};
+}
+
+std::vector<std::string> Names(const json& c) {
+  std::vector<std::string> names;
+  for (const auto& cp : c["checkpoints"]) names.push_back(cp["name"].get<std::string>());
+  return names;
+}
+
+std::set<std::string> Keys(const json& object) {
+  std::set<std::string> keys;
+  for (const auto& [key, value] : object.items()) keys.insert(key);
+  return keys;
+}
+
+}  // namespace
+
+TEST_CASE("the stage-2 solution passes every visible and example hidden case, every call checked") {
+  for (const char* suite : {"data/stage02/visible.json", "data/stage02/hidden-example.json"}) {
+    CAPTURE(suite);
+    const auto ran = Workbook(fmt::format("check 2 --solutions --show-hidden --format json --cases {}",
+                                          Quote(Source(suite))));
+    CHECK(ran.status == 0);
+    const json report = json::parse(ran.out);
+    CHECK(report["stage"] == 2);
+    CHECK(report["status"] == "pass");
+    REQUIRE(!report["cases"].empty());
+    for (const auto& c : report["cases"]) {
+      CAPTURE(c["name"].get<std::string>());
+      CHECK(c["status"] == "pass");
+      CHECK(c["first_failure"].is_null());
+      CHECK(Names(c) == ExpectedNames(StepsOf(suite, c["name"])));
+      for (const auto& cp : c["checkpoints"]) {
+        CHECK(cp["status"] == "pass");
+        CHECK(cp["misconception"].is_null());
+      }
+    }
+  }
+}
+
+TEST_CASE("the shipped stage-2 starter fails at step1.norm1 as not implemented (fails if you edited stages/)") {
+  const auto json_run = Workbook("check 2 --format json --stages-dir " + Quote(Source("stages")));
+  CHECK(json_run.status == 1);
+  const json report = json::parse(json_run.out);
+  CHECK(report["cases"][0]["status"] == "not_implemented");
+  CHECK(report["cases"][0]["first_failure"] == "step1.norm1");
+  const auto text = Workbook("check 2 --stages-dir " + Quote(Source("stages")));
+  CHECK(text.status == 1);
+  CHECK(text.out.find("step1.norm1 is not implemented yet") != std::string::npos);
+  CHECK(text.out.find("docs/stages/02-kv-cache.md") != std::string::npos);
+}
+
+TEST_CASE("a mistake that only a later call can show is reported in that call, with absolute positions") {
+  const auto ran = Workbook("check 2 --format json --harness " + Quote(wbtest::Env("WB_ROPE_WITHIN_CALL_HARNESS")));
+  CHECK(ran.status == 1);
+  const json c = json::parse(ran.out)["cases"][0];
+  CHECK(c["status"] == "fail");
+  CHECK(c["first_failure"] == "step2.q");
+  for (const auto& cp : c["checkpoints"]) {
+    if (cp["name"].get<std::string>().rfind("step1.", 0) == 0) CHECK(cp["status"] == "pass");
+    if (cp["name"] != "step2.q") continue;
+    CHECK(cp["misconception_id"] == "rope-position-within-call");
+    CHECK(cp["lesson"] == "docs/stages/02-kv-cache.md#rope-at-the-absolute-position");
+    // The visible case's second call is the token at position 5.
+    CHECK(cp["worst"]["where"].get<std::string>().rfind("token 5, head", 0) == 0);
+  }
+}
+
+TEST_CASE("a crash in a decode step ends the case there and keeps every checkpoint in the report") {
+  const auto ran = Workbook("check 2 --format json --harness " + Quote(wbtest::Env("WB_CRASH_HARNESS")));
+  CHECK(ran.status == 1);
+  const json c = json::parse(ran.out)["cases"][0];
+  CHECK(c["status"] == "crash");
+  CHECK(c["first_failure"] == "step2.kCache");
+  CHECK(c["headline"].get<std::string>().rfind("step 2 (1 token at position 5): decoder_step crashed", 0) == 0);
+  CHECK(Names(c) == ExpectedNames({5, 1, 1, 1}));
+  for (const auto& cp : c["checkpoints"]) {
+    if (cp["name"].get<std::string>().rfind("step3.", 0) == 0) CHECK(cp["unwritten"] == cp["total"]);
+  }
+}
+
+TEST_CASE("a hidden stage-2 case reports names, pass/fail and error sizes only") {
+  const std::string harness = Quote(wbtest::Env("WB_ROPE_WITHIN_CALL_HARNESS"));
+  // Two short hidden cases (the example suite's long one would only slow the test down).
+  const std::string path = std::filesystem::temp_directory_path() / fmt::format("wb-decode-hidden-{}.json", getpid());
+  std::ofstream(path) << R"({"stage": 2, "cases": [
+      {"name": "a", "steps": [5, 1, 1], "seed": 31, "hidden": true},
+      {"name": "b", "steps": [4, 3], "seed": 32, "hidden": true}]})";
+  const std::string cases = Quote(path);
+  // What the instructor sees with --show-hidden: the facts that must not leak.
+  const auto revealed = Workbook("check 2 --format json --show-hidden --harness " + harness + " --cases " + cases);
+  REQUIRE(revealed.status == 1);
+  std::vector<std::string> secrets;
+  const json revealedReport = json::parse(revealed.out);
+  for (const auto& c : revealedReport["cases"]) {
+    secrets.push_back(c["parameters"].get<std::string>());
+    for (const auto& cp : c["checkpoints"]) {
+      if (cp["worst"].is_object()) secrets.push_back(cp["worst"]["where"].get<std::string>());
+      if (cp["observation"].is_string()) secrets.push_back(cp["observation"].get<std::string>());
+      if (cp["misconception"].is_string()) secrets.push_back(cp["misconception"].get<std::string>());
+    }
+  }
+  REQUIRE(secrets.size() > 10);
+  const auto ran = Workbook("check 2 --format json --harness " + harness + " --cases " + cases);
+  const auto text = Workbook("check 2 --harness " + harness + " --cases " + cases);
+  CHECK(ran.status == 1);
+  CHECK(text.status == 1);
+  for (const auto& secret : secrets) {
+    CAPTURE(secret);
+    CHECK(ran.out.find(secret) == std::string::npos);
+    CHECK(text.out.find(secret) == std::string::npos);
+  }
+  const json report = json::parse(ran.out);
+  for (const auto& c : report["cases"]) {
+    CHECK(Keys(c) == std::set<std::string>{"name", "hidden", "status", "first_failure", "headline", "checkpoints"});
+    for (const auto& cp : c["checkpoints"]) {
+      CHECK(Keys(cp) == std::set<std::string>{"name", "status", "max_abs_error", "points", "max_points", "misconception"});
+      CHECK(cp["misconception"].is_null());
+    }
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("bench 2 prints one row per context with both times and their ratio") {
+  const auto ran = Workbook("bench 2 --contexts 8,16 --budget 0.05");
+  CHECK(ran.status == 0);
+  CHECK(ran.out.find("decode step") != std::string::npos);
+  CHECK(ran.out.find("recompute") != std::string::npos);
+  int rows = 0;
+  std::istringstream lines(ran.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string context;
+    fields >> context;
+    if (context != "8" && context != "16") continue;
+    ++rows;
+    CHECK(line.back() == 'x');
+  }
+  CHECK(rows == 2);
+  CHECK(Workbook("bench 3").status == 2);
+  CHECK(Workbook("bench 2 --contexts 0").status == 2);
+  CHECK(Workbook("bench 2 --contexts 5000").status == 2);
+}
