@@ -24,6 +24,7 @@ int ReportError(const std::string& message);
 bool Emit(const std::string& text, const std::string& path);
 
 Command AddCheckCommand(CLI::App& app);
+Command AddReferenceCommand(CLI::App& app);
 Command AddInspectCommand(CLI::App& app);
 
 }  // namespace wb::cli

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<Command> commands = {
       AddCheckCommand(app),
+      AddReferenceCommand(app),
       AddInspectCommand(app),
   };
   try {
