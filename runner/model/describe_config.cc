@@ -64,7 +64,7 @@ std::string DescribeConfig(const ModelConfig& c) {
                                 c.renormaliseTopK ? "renormalised" : "not renormalised",
                                 LayerList(c, [](const LayerRecipe& l) { return l.moe; })));
   }
-  line("norms", fmt::format("{}, RMSNorm eps {}, {}",
+  line("norms", fmt::format("{}, RMSNorm eps {:.7g}, {}",
                             c.blockNorms == BlockNorms::kSandwich ? "sandwich (4 per layer)" : "pre-norm (2 per layer)",
                             c.rmsEps,
                             c.normShift == NormShift::kAddOne ? "weights used as (1 + w), 1 added in f32 on load"

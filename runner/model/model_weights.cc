@@ -13,7 +13,7 @@ Expected<LayerWeights> BindLayer(const ModelConfig& c, const WeightSource& s, in
   auto name = [layer](std::string_view rest) { return fmt::format("blk.{}.{}", layer, rest); };
   FirstError e;
   LayerWeights w;
-  w.attnNorm = e.Take(s.Vector(name("attn_norm.weight"), h));
+  w.attnNorm = e.Take(s.Norm(name("attn_norm.weight"), h, c.normShift));
   w.q = e.Take(s.Matrix(name("attn_q.weight"), q, h));
   w.k = e.Take(s.Matrix(name("attn_k.weight"), kv, h));
   w.v = e.Take(s.Matrix(name("attn_v.weight"), kv, h));
@@ -26,14 +26,14 @@ Expected<LayerWeights> BindLayer(const ModelConfig& c, const WeightSource& s, in
   if (c.outputBias) w.oBias = e.Take(s.Vector(name("attn_output.bias"), h));
   if (c.qkNorm != QkNorm::kNone) {
     const bool perHead = c.qkNorm == QkNorm::kPerHead;
-    w.qNorm = e.Take(s.Vector(name("attn_q_norm.weight"), perHead ? c.headDim : q));
-    w.kNorm = e.Take(s.Vector(name("attn_k_norm.weight"), perHead ? c.headDim : kv));
+    w.qNorm = e.Take(s.Norm(name("attn_q_norm.weight"), perHead ? c.headDim : q, c.normShift));
+    w.kNorm = e.Take(s.Norm(name("attn_k_norm.weight"), perHead ? c.headDim : kv, c.normShift));
   }
   if (c.blockNorms == BlockNorms::kSandwich) {
-    w.postAttnNorm = e.Take(s.Vector(name("post_attention_norm.weight"), h));
-    w.postFfnNorm = e.Take(s.Vector(name("post_ffw_norm.weight"), h));
+    w.postAttnNorm = e.Take(s.Norm(name("post_attention_norm.weight"), h, c.normShift));
+    w.postFfnNorm = e.Take(s.Norm(name("post_ffw_norm.weight"), h, c.normShift));
   }
-  w.ffnNorm = e.Take(s.Vector(name("ffn_norm.weight"), h));
+  w.ffnNorm = e.Take(s.Norm(name("ffn_norm.weight"), h, c.normShift));
   if (!c.layers[layer].moe) {
     w.gate = e.Take(s.Matrix(name("ffn_gate.weight"), c.ffn, h));
     w.up = e.Take(s.Matrix(name("ffn_up.weight"), c.ffn, h));
@@ -59,7 +59,7 @@ Expected<ModelWeights> BindWeights(const ModelConfig& c, const WeightSource& s) 
   ModelWeights w;
   w.embedding = e.Take(s.Matrix("token_embd.weight", c.vocab, c.hidden));
   for (int layer = 0; layer < c.layerCount() && e.ok(); ++layer) w.layers.push_back(e.Take(BindLayer(c, s, layer)));
-  w.outputNorm = e.Take(s.Vector("output_norm.weight", c.hidden));
+  w.outputNorm = e.Take(s.Norm("output_norm.weight", c.hidden, c.normShift));
   w.head = c.tiedHead ? w.embedding : e.Take(s.Matrix("output.weight", c.vocab, c.hidden));
   if (!e.ok()) return e.error();
   return w;

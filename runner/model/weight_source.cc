@@ -125,12 +125,13 @@ Expected<std::vector<float>> WeightSource::Vector(std::string_view ggufName, uin
     return BadData(fmt::format("{}: tensor {} has shape {}, expected [{}]", view->file, Describe(ggufName),
                                ShapeText(view->shape), length));
   }
-  auto values = DequantizeAll(*view);
+  return DequantizeAll(*view);
+}
+
+Expected<std::vector<float>> WeightSource::Norm(std::string_view ggufName, uint64_t length, NormShift shift) const {
+  auto values = Vector(ggufName, length);
   if (!values) return values.error();
-  constexpr std::string_view kNormSuffix = "norm.weight";
-  const bool isNorm = ggufName.size() >= kNormSuffix.size() &&
-                      ggufName.substr(ggufName.size() - kNormSuffix.size()) == kNormSuffix;
-  if (isNorm && config_.normShift == NormShift::kAddOne) {
+  if (shift == NormShift::kAddOne) {
     for (float& w : *values) w = 1.0f + w;  // Gemma3RMSNorm's (1 + w), in f32
   }
   return values;

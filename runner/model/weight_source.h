@@ -10,9 +10,9 @@
 //   - Every request states the expected shape, row-major as in HF ([out, in] for a matrix).
 //     A missing tensor, or one of another shape, is an Error naming the file, the tensor
 //     (and its HF name) and both shapes: nothing downstream checks sizes again.
-//   - Vector() copies a norm or bias out as f32. With config().normShift == kAddOne (HF
-//     Gemma) every "*norm.weight" gets +1, added in f32, the dtype of Gemma3RMSNorm's
-//     (1 + w) (family-spec §3.2, §6.2); a GGUF Gemma already stores 1 + w.
+//   - Vector() copies a bias (or any 1-D tensor) out as f32; Norm() a norm weight, with +1
+//     added in f32 when the shift is kAddOne (HF Gemma, config().normShift), the dtype of
+//     Gemma3RMSNorm's (1 + w) (family-spec §3.2, §6.2); a GGUF Gemma already stores 1 + w.
 //   - Expert(): expert e of a stacked GGUF tensor (shape [E, rows, cols], expert outermost),
 //     or of an HF checkpoint's per-expert matrices, or of a transformers-v5 fused tensor.
 //   - The q/k row order is left as the file has it. A GGUF llama-family file holds q and k
@@ -66,6 +66,7 @@ class WeightSource {
   Expected<WeightMatrix> Matrix(std::string_view ggufName, uint64_t rows, uint64_t cols) const;
   Expected<WeightMatrix> Expert(std::string_view stackedName, int expert, uint64_t rows, uint64_t cols) const;
   Expected<std::vector<float>> Vector(std::string_view ggufName, uint64_t length) const;
+  Expected<std::vector<float>> Norm(std::string_view ggufName, uint64_t length, NormShift shift) const;
 
  private:
   WeightSource() = default;
