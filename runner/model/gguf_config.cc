@@ -222,8 +222,10 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& file) {
                                                                                 : 0;
   c.ffn = c.anyDense() ? feedForward : 0;
   if (c.anyMoe()) c.expertFfn = e.Take(k.Count("expert_feed_forward_length", feedForward));
-  const bool llamaCppRenorm = c.family != Family::kOlmoe;  // §3.6: norm_w per graph
-  c.renormaliseTopK = e.Take(file.GetBoolOr(k.Key("expert_weights_norm"), llamaCppRenorm));
+  if (c.anyMoe()) {
+    const bool llamaCppRenorm = c.family != Family::kOlmoe;  // §3.6: norm_w per graph
+    c.renormaliseTopK = e.Take(file.GetBoolOr(k.Key("expert_weights_norm"), llamaCppRenorm));
+  }
 
   // RoPE.
   const double theta = e.Take(k.Real("rope.freq_base", 10000.0));

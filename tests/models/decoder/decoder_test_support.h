@@ -32,10 +32,9 @@ inline std::string EnvOrEmpty(const char* name) {
   return v == nullptr ? std::string() : std::string(v);
 }
 
-// data/models/<family> in the source tree.
-inline fs::path FixtureDir(const std::string& family) {
-  return fs::path(EnvOrEmpty("WB_SOURCE_ROOT")) / "data" / "models" / family;
-}
+// data/models and data/models/<family> in the source tree.
+inline fs::path ModelsRoot() { return fs::path(EnvOrEmpty("WB_SOURCE_ROOT")) / "data" / "models"; }
+inline fs::path FixtureDir(const std::string& family) { return ModelsRoot() / family; }
 
 inline const std::vector<std::string>& Families() {
   static const std::vector<std::string> kFamilies = {"llama", "mistral",   "mixtral",     "qwen2",
