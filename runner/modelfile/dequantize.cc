@@ -1,6 +1,10 @@
 // DequantizeRow: blocks to floats, the same operations in the same order as ggml's
-// `dequantize_row_*` (G/src/ggml-quants.c), so results are bit-identical. The library is built
-// with -ffp-contract=off: a fused multiply-add would round once where ggml rounds twice.
+// `dequantize_row_*` (G/src/ggml-quants.c), so results are bit-identical.
+//
+// A note on rounding: a half has at most 11 significant bits and every code or sub-block scale
+// at most 8, so each product below (d*q, d*sc*q, dmin*m) is exact in f32; only the final add
+// of Q4_1 and Q4_K rounds. The order of the products therefore cannot matter. The library is
+// still built with -ffp-contract=off, so no compiler may fuse anything into that last step.
 #include <cstring>
 
 #include <fmt/format.h>

@@ -101,6 +101,8 @@ class SafetensorsCheckpoint {
   static Expected<SafetensorsCheckpoint> OpenDirectory(const std::string& directory);
   // One .safetensors file on its own.
   static Expected<SafetensorsCheckpoint> OpenFile(const std::string& path);
+  // Files already parsed (tests, the fuzzer); fails if two of them hold the same tensor.
+  static Expected<SafetensorsCheckpoint> FromFiles(std::vector<SafetensorsFile> files, std::string source);
   // Parses the text of an index file (exposed for tests and the fuzzer): the weight_map as
   // tensor name -> shard file name. Shard names must be relative and must not contain "..".
   static Expected<std::map<std::string, std::string>> ParseIndex(std::string_view json,

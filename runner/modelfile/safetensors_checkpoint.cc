@@ -17,9 +17,16 @@ namespace fsys = std::filesystem;
 Expected<SafetensorsCheckpoint> SafetensorsCheckpoint::OpenFile(const std::string& path) {
   Expected<SafetensorsFile> file = SafetensorsFile::Open(path);
   if (!file.ok()) return file.error();
+  std::vector<SafetensorsFile> files;
+  files.push_back(std::move(*file));
+  return FromFiles(std::move(files), path);
+}
+
+Expected<SafetensorsCheckpoint> SafetensorsCheckpoint::FromFiles(std::vector<SafetensorsFile> files,
+                                                                  std::string source) {
   SafetensorsCheckpoint checkpoint;
-  checkpoint.source_ = path;
-  checkpoint.shards_.push_back(std::move(*file));
+  checkpoint.source_ = std::move(source);
+  checkpoint.shards_ = std::move(files);
   if (Status s = checkpoint.IndexTensors(); !s.ok()) return s.error();
   return checkpoint;
 }

@@ -10,7 +10,8 @@
 //     fails when `elements` is not a multiple of the block size or the size overflows u64.
 //   - DequantizeRow() turns one row of blocks into floats, exactly as ggml's reference
 //     `dequantize_row_*` does (G/src/ggml-quants.c), bit for bit: same operations, same
-//     order, no fused multiply-add (this library is compiled with -ffp-contract=off).
+//     order, no fused multiply-add (this library is compiled with -ffp-contract=off). Every
+//     product involved is exact in f32, so each value is the exact result rounded once.
 //   - Half (IEEE binary16) and bfloat16 conversions are done in software, exactly, with
 //     round-to-nearest-even when narrowing; no F16C instructions are needed.
 //   - The two reference quantizers write the Q8_0 and Q4_0 block layouts that ggml's

@@ -1,0 +1,3 @@
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+TEST_CASE("placeholder") { CHECK(true); }
