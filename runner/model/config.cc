@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -91,6 +92,21 @@ Status ValidateConfig(const ModelConfig& c) {
       {"headDim", c.headDim}, {"maxPositions", c.maxPositions}, {"layers", c.layerCount()}};
   for (const auto& [name, value] : sizes) {
     if (value <= 0) return Fail(c, fmt::format("{} must be positive, got {}", name, value));
+  }
+  // Bounds far above any released model, so that widths and products stay well inside int.
+  constexpr int kMaxWidth = 1 << 20;
+  constexpr int kMaxVocab = 1 << 26;
+  const std::pair<const char*, int> widths[] = {{"hidden", c.hidden},       {"heads", c.heads},
+                                                {"headDim", c.headDim},     {"ffn", c.ffn},
+                                                {"experts", c.experts},     {"expertFfn", c.expertFfn},
+                                                {"layers", c.layerCount()}, {"slidingWindow", c.slidingWindow}};
+  for (const auto& [name, value] : widths) {
+    if (value > kMaxWidth) return Fail(c, fmt::format("{} is {}, more than the {} the workbook allows", name, value, kMaxWidth));
+  }
+  if (c.vocab > kMaxVocab) return Fail(c, fmt::format("vocab is {}, more than the {} the workbook allows", c.vocab, kMaxVocab));
+  if (static_cast<int64_t>(c.heads) * c.headDim > kMaxWidth) {
+    return Fail(c, fmt::format("heads x headDim = {} is more than the {} the workbook allows",
+                               static_cast<int64_t>(c.heads) * c.headDim, kMaxWidth));
   }
   if (c.heads % c.kvHeads != 0) {
     return Fail(c, fmt::format("{} query heads do not split evenly into {} key/value heads", c.heads, c.kvHeads));

@@ -54,10 +54,10 @@ bool IsQwen(Family f) { return f == Family::kQwen2 || f == Family::kQwen3 || f =
 
 // hidden_act / hidden_activation: the two activations the families use.
 Expected<Activation> ReadActivation(const JsonKeys& keys, Family family) {
-  // Gemma 3 names the key hidden_activation; the others hidden_act.
-  const std::string key =
-      family == Family::kGemma3Text && !keys.Has("hidden_act") ? "hidden_activation" : "hidden_act";
-  const std::string fallback = family == Family::kGemma3Text ? "gelu_pytorch_tanh" : "silu";
+  // Gemma3MLP reads hidden_activation (a hidden_act key is never used); the others hidden_act.
+  const bool gemma = family == Family::kGemma3Text;
+  const std::string key = gemma ? "hidden_activation" : "hidden_act";
+  const std::string fallback = gemma ? "gelu_pytorch_tanh" : "silu";
   auto name = keys.String(key, fallback);
   if (!name) return name.error();
   if (*name == "silu" || *name == "swish") return Activation::kSilu;

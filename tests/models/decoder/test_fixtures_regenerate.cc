@@ -93,7 +93,12 @@ TEST_CASE("goldens round-trip through their text form exactly") {
   REQUIRE(back.ok());
   CHECK(back->logits == g.logits);
   CHECK(back->tokens == g.tokens);
-  CHECK(ref::fixtures::ParseGoldens("{\"model_type\": \"x\", \"tokens\": [1], \"logits\": []}", "g.json")
+  CHECK(ref::fixtures::ParseGoldens("{\"version\": 1, \"model_type\": \"x\", \"tokens\": [1], \"logits\": []}",
+                                    "g.json")
             .error()
             .message == "g.json: logits: expected one row per token");
+  CHECK(ref::fixtures::ParseGoldens("{\"version\": 0, \"model_type\": \"x\", \"tokens\": [], \"logits\": []}",
+                                    "g.json")
+            .error()
+            .message == "g.json: version: expected 1; regenerate the fixtures with workbook-make-fixtures");
 }

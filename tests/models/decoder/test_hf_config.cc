@@ -186,6 +186,8 @@ TEST_CASE("gemma3_text layers: layer_types wins, else sliding_window_pattern") {
   c = Parse(j);
   CHECK_FALSE(c.layers[0].sliding);
   CHECK(c.layers[5].sliding);
+  j["hidden_act"] = "silu";  // Gemma3MLP reads hidden_activation only
+  CHECK(Parse(j).activation == Activation::kGeluTanh);
   j["query_pre_attn_scalar"] = 64;
   j["final_logit_softcapping"] = 30.0;
   c = Parse(j);
@@ -352,6 +354,11 @@ TEST_CASE("validation: head groups, even head_dim, experts per token, a window f
   j = Minimal("gemma3_text");
   j["sliding_window"] = nullptr;
   CHECK(Rejection(j) == "config.json: sliding layers need a positive window, got 0");
+  j = Minimal("llama");
+  j["num_attention_heads"] = 1 << 16;
+  j["num_key_value_heads"] = 1 << 16;
+  j["head_dim"] = 1 << 16;
+  CHECK(Rejection(j) == "config.json: heads x headDim = 4294967296 is more than the 1048576 the workbook allows");
   j = Minimal("llama");
   j["vocab_size"] = 0;
   CHECK(Rejection(j) == "config.json: vocab must be positive, got 0");
