@@ -2,6 +2,7 @@
 // Facts from G/docs/gguf.md and G/src/gguf.cpp (`gguf_init_from_reader`); the code is ours.
 #include "gguf.h"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -323,11 +324,12 @@ class GgufParser {
     return Status::Ok();
   }
 
-  // The element count must fit in an int64, like ggml's `ggml_nelements`.
+  // The element count must fit in an int64, like ggml's `ggml_nelements`. As in gguf.cpp, a
+  // tensor with a zero dimension has no elements and passes whatever its other dimensions.
   Status CheckElementCount(const std::string& what, const std::vector<uint64_t>& ne) {
+    if (std::find(ne.begin(), ne.end(), uint64_t{0}) != ne.end()) return Status::Ok();
     uint64_t count = 1;
     for (uint64_t n : ne) {
-      if (n == 0) return Status::Ok();
       if (count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / n) {
         return Fail(what, fmt::format("ne {} has more than 2^63-1 elements", NeText(ne)));
       }
@@ -345,7 +347,8 @@ class GgufParser {
     const Expected<uint64_t> rowBytes = RowBytes(info.type, rowLength);
     if (!rowBytes.ok()) return Fail(what, rowBytes.error().message);
     uint64_t rows = 1;
-    for (size_t d = 1; d < info.ne.size(); ++d) rows *= info.ne[d];  // fits: the element count does
+    // No overflow: the element count fits, or some dimension is 0 and so is the product (or the row).
+    for (size_t d = 1; d < info.ne.size(); ++d) rows *= info.ne[d];
     if (rows != 0 && *rowBytes > std::numeric_limits<uint64_t>::max() / rows) {
       return Fail(what, fmt::format("ne {} of type {} needs more than 2^64 bytes", NeText(info.ne),
                                     TensorTypeName(info.type)));

@@ -194,18 +194,21 @@ class SafetensorsParser {
     const auto shape = entry.find("shape");
     if (shape == entry.end()) return Fail(what, "field 'shape' is missing");
     if (!shape->is_array()) return Fail(what, "field 'shape' is not an array");
+    // The element count; an overflow matters only when no dimension is 0.
     uint64_t elements = 1;
-    bool overflow = false;
+    bool overflow = false, empty = false;
     for (size_t d = 0; d < shape->size(); ++d) {
       uint64_t n = 0;
       if (!AsUnsigned((*shape)[d], n)) {
         return Fail(what, fmt::format("field 'shape' element {} is not a non-negative integer", d));
       }
       info.shape.push_back(n);
+      if (n == 0) empty = true;
       if (n != 0 && elements > std::numeric_limits<uint64_t>::max() / n) overflow = true;
       elements *= n;
     }
-    if (overflow && elements != 0) {
+    if (empty) elements = 0;
+    if (overflow && !empty) {
       return Fail(what, fmt::format("field 'shape' {} has more than 2^64 elements", ShapeText(info.shape)));
     }
     // data_offsets

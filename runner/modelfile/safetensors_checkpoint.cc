@@ -75,7 +75,7 @@ Expected<SafetensorsCheckpoint> SafetensorsCheckpoint::OpenDirectory(const std::
     const size_t expected = shardIndex.at(shard);
     if (where == checkpoint.where_.end() || where->second.first != expected) {
       const std::string found = where == checkpoint.where_.end()
-                                    ? std::string("no shard has it")
+                                    ? std::string("that shard does not hold it")
                                     : fmt::format("it is in {}", checkpoint.shards_[where->second.first].name());
       return BadData(fmt::format("{}: tensor '{}' is mapped to {}, but {}", indexPath, Printable(tensor),
                                  Printable(shard), found));

@@ -1,7 +1,6 @@
 // The format-independent tensor view and row dequantisation; see tensor_view.h.
 #include "tensor_view.h"
 
-#include <algorithm>
 #include <limits>
 
 #include <fmt/format.h>
@@ -81,8 +80,7 @@ Status DequantizeRows(const TensorView& tensor, uint64_t firstRow, uint64_t rowC
   const uint64_t rows = tensor.RowCount();
   const uint64_t rowLength = tensor.RowLength();
   if (firstRow > rows || rowCount > rows - firstRow) {
-    return fail(fmt::format("rows [{}, {}) are outside its {} rows", firstRow, firstRow + std::min(rowCount, rows + 1),
-                            rows));
+    return fail(fmt::format("{} rows starting at row {} do not fit in its {} rows", rowCount, firstRow, rows));
   }
   const Expected<uint64_t> rowBytes = RowBytes(tensor.type, rowLength);
   if (!rowBytes.ok()) return fail(rowBytes.error().message);

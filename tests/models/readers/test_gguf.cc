@@ -207,7 +207,9 @@ TEST_CASE("a tensor of every supported type: type, ne, size and bytes") {
 TEST_CASE("0-d and zero-size tensors are accepted, as ggml accepts them") {
   GgufBuilder b;
   b.Tensor("scalar", 0, {}, Filler(4, 1)).Tensor("empty", 8, {0, 7}, {}).Tensor("after", 0, {1}, Filler(4, 2));
+  b.Tensor("no elements", 0, {1ull << 40, 1ull << 40, 0}, {});  // huge dimensions, but one is 0
   const GgufFile file = ParseOk(b.Build());
+  CHECK(file.tensors()[3].byteSize == 0);
   CHECK(file.tensors()[0].ElementCount() == 1);
   CHECK(file.tensors()[1].ElementCount() == 0);
   CHECK(file.tensors()[1].byteSize == 0);
