@@ -127,6 +127,14 @@ class GgufParser {
     if (Status s = ReadField("header field 'tensor_count'", tensorCount); !s.ok()) return s;
     if (Status s = ReadField("header field 'kv_count'", keyCount); !s.ok()) return s;
     // Bound both counts by the bytes left, so a hostile header fails before any allocation.
+    if (tensorCount > kGgufMaxTensors) {
+      return Fail("header field 'tensor_count'",
+                  fmt::format("{} tensors is more than the workbook accepts ({})", tensorCount, kGgufMaxTensors));
+    }
+    if (keyCount > kGgufMaxKeys) {
+      return Fail("header field 'kv_count'",
+                  fmt::format("{} metadata entries is more than the workbook accepts ({})", keyCount, kGgufMaxKeys));
+    }
     if (tensorCount > cursor_.remaining() / kMinTensorInfoBytes) {
       return Fail("header field 'tensor_count'",
                   fmt::format("{} tensors cannot fit in the {} bytes after the header (a tensor info takes at "
@@ -256,6 +264,10 @@ class GgufParser {
         out.strings.push_back(text);
       }
       return Status::Ok();
+    }
+    nestedArrays_ += out.count;  // cannot overflow: each count is below the file size
+    if (nestedArrays_ > kGgufMaxNestedArrays) {
+      return Fail(what, fmt::format("the file nests more than {} arrays inside arrays", kGgufMaxNestedArrays));
     }
     out.arrays.resize(static_cast<size_t>(out.count));
     for (uint64_t i = 0; i < out.count; ++i) {
@@ -402,6 +414,7 @@ class GgufParser {
 
   ByteCursor cursor_;
   GgufFile file_;
+  uint64_t nestedArrays_ = 0;  // arrays read as elements of arrays, in the whole file
 };
 
 // --- GgufFile -------------------------------------------------------------------------------

@@ -28,7 +28,8 @@
 //     up to the alignment, and each tensor's last byte must be inside the file (trailing padding
 //     after the last tensor is not required, as in llama.cpp's loader);
 //   - every count and length is checked against the bytes that remain before anything is
-//     allocated, so a hostile header fails at once instead of allocating gigabytes.
+//     allocated, so a hostile header fails at once instead of allocating gigabytes; counts of
+//     keys, tensors and nested arrays also have fixed caps (kGgufMax* below).
 // Every error is a wb::BadData (or what MappedFile::Open returned) whose message starts with the
 // file's name and names the header field, key or tensor, e.g.
 //   "model.gguf: tensor 'blk.0.attn_q.weight': data ends at byte 9000 but the file has 8000 bytes (truncated)".
@@ -78,6 +79,12 @@ uint32_t GgufValueTypeBytes(GgufValueType type);
 
 constexpr uint32_t kGgufDefaultAlignment = 32;  // GGUF_DEFAULT_ALIGNMENT, G/include/gguf.h
 constexpr uint32_t kGgufMaxArrayDepth = 8;      // arrays inside arrays inside ... (our bound)
+// Our bounds on what a file may declare, far above any real model (a few dozen keys, a few
+// thousand tensors, no nested arrays), so that parsed structures stay within a small multiple
+// of the file's size: an in-memory entry is larger than its smallest encoding.
+constexpr uint64_t kGgufMaxKeys = uint64_t{1} << 20;
+constexpr uint64_t kGgufMaxTensors = uint64_t{1} << 20;
+constexpr uint64_t kGgufMaxNestedArrays = uint64_t{1} << 20;  // arrays inside arrays, whole file
 constexpr uint64_t kGgufMaxNameBytes = 63;      // GGML_MAX_NAME (64) minus the NUL
 constexpr uint32_t kGgufMaxDims = 4;            // GGML_MAX_DIMS
 

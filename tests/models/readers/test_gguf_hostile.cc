@@ -102,9 +102,10 @@ TEST_CASE("a single corrupted byte in a header field gives an error naming that 
       {"version", 0, 9, "header field 'version': version 9 is newer"},
       {"version", 0, 1, "header field 'version': GGUF version 1"},
       {"version", 0, 0, "header field 'version': 0 is not a GGUF version"},
-      {"tensor_count", 7, 0x10, "header field 'tensor_count': 1152921504606846979 tensors cannot fit"},
+      {"tensor_count", 7, 0x10, "header field 'tensor_count': 1152921504606846979 tensors is more than the workbook accepts (1048576)"},
       {"tensor_count", 0, 200, "header field 'tensor_count': 200 tensors cannot fit"},
-      {"kv_count", 4, 1, "header field 'kv_count': 4294967310 metadata entries cannot fit"},
+      {"kv_count", 4, 1, "header field 'kv_count': 4294967310 metadata entries is more than the workbook accepts"},
+      {"kv_count", 1, 1, "header field 'kv_count': 270 metadata entries cannot fit in the "},
       {"kv1.key", 0, 0xFF, "': value type 1701707776 is not a GGUF type (0 to 12)"},  // reads 255 bytes of key
       {"kv1.key", 7, 0x80, "key #1 name: a string of 9223372036854775810 bytes"},
       {"kv1.type", 0, 0x2A, "key 'u8': value type 42 is not a GGUF type (0 to 12)"},
@@ -141,15 +142,22 @@ TEST_CASE("hostile counts and lengths fail at once, naming the field") {
     ByteWriter w = header;
     w.Put<uint64_t>(1ull << 60).Put<uint64_t>(0);
     CHECK(ParseError(w.bytes()) ==
-          "model.gguf: header field 'tensor_count': 1152921504606846976 tensors cannot fit in the 0 bytes after the "
-          "header (a tensor info takes at least 24 bytes)");
+          "model.gguf: header field 'tensor_count': 1152921504606846976 tensors is more than the workbook accepts "
+          "(1048576)");
+  }
+  {
+    ByteWriter w = header;
+    w.Put<uint64_t>(1000).Put<uint64_t>(0).PutBytes(Bytes(100));
+    CHECK(ParseError(w.bytes()) ==
+          "model.gguf: header field 'tensor_count': 1000 tensors cannot fit in the 100 bytes after the header (a "
+          "tensor info takes at least 24 bytes)");
   }
   {
     ByteWriter w = header;
     w.Put<uint64_t>(0).Put<uint64_t>(~0ull).Put<uint64_t>(0);
     CHECK(ParseError(w.bytes()) ==
-          "model.gguf: header field 'kv_count': 18446744073709551615 metadata entries cannot fit in the 8 bytes "
-          "after the header (an entry takes at least 14 bytes)");
+          "model.gguf: header field 'kv_count': 18446744073709551615 metadata entries is more than the workbook "
+          "accepts (1048576)");
   }
   {  // a key whose length is 2^62
     ByteWriter w = header;
@@ -185,6 +193,13 @@ TEST_CASE("hostile counts and lengths fail at once, naming the field") {
     b.Tensor("wide", 0, {1ull << 32, 1ull << 30}, {});
     CHECK(ParseError(b.Build()) == "model.gguf: tensor 'wide': ne [4294967296, 1073741824] of type F32 needs more "
                                    "than 2^64 bytes");
+  }
+  {  // 2^20 + 1 empty nested arrays: present in the file, but more than the cap
+    const uint64_t count = wb::kGgufMaxNestedArrays + 1;
+    ByteWriter w = header;
+    w.Put<uint64_t>(0).Put<uint64_t>(1).PutString("a").Put<uint32_t>(9).Put<uint32_t>(9).Put<uint64_t>(count);
+    w.bytes().resize(w.size() + count * 12);
+    CHECK(ParseError(w.bytes()) == "model.gguf: key 'a': the file nests more than 1048576 arrays inside arrays");
   }
   const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   CHECK(elapsed.count() < 1000);
