@@ -21,7 +21,7 @@ std::string LayerList(const ModelConfig& c, bool (*pick)(const LayerRecipe&)) {
   return fmt::format("{}", fmt::join(ids, " "));
 }
 
-std::string DescribeRope(const ModelConfig& c, const Rope& r) {
+std::string DescribeRope(const Rope& r) {
   std::string text = fmt::format("theta {}", r.theta);
   switch (r.scaling) {
     case RopeScaling::kNone: break;
@@ -40,7 +40,6 @@ std::string DescribeRope(const ModelConfig& c, const Rope& r) {
                           r.attentionFactor);
       break;
   }
-  (void)c;
   return text;
 }
 
@@ -76,8 +75,8 @@ std::string DescribeConfig(const ModelConfig& c) {
                                 c.qkvBias ? "yes" : "no", c.outputBias ? "yes" : "no", qkNorm));
   line("rope", fmt::format("{} pairing, {}",
                            c.ropePairing == RopePairing::kHalf ? "half (i, i + headDim/2)" : "interleaved (2i, 2i + 1)",
-                           DescribeRope(c, c.rope)));
-  if (c.hasLocalRope) line("local rope", fmt::format("sliding layers: {}", DescribeRope(c, c.localRope)));
+                           DescribeRope(c.rope)));
+  if (c.hasLocalRope) line("local rope", fmt::format("sliding layers: {}", DescribeRope(c.localRope)));
   const std::string sliding = LayerList(c, [](const LayerRecipe& l) { return l.sliding; });
   line("window", sliding == "none" ? std::string("none: every layer sees every earlier position")
                                    : fmt::format("{} positions (p - {} < j <= p); sliding layers: {}",

@@ -363,3 +363,24 @@ TEST_CASE("validation: head groups, even head_dim, experts per token, a window f
   j["vocab_size"] = 0;
   CHECK(Rejection(j) == "config.json: vocab must be positive, got 0");
 }
+
+TEST_CASE("DescribeConfig spells out the switches a config implies") {
+  const std::string gemma = wb::model::DescribeConfig(Parse(Minimal("gemma3_text")));
+  for (const char* expected :
+       {"family      gemma3_text (Hugging Face config from config.json)",
+        "sizes       vocab 64, hidden 1024, 12 layers, 32 heads over 4 kv heads of 256, context 131072",
+        "norms       sandwich (4 per layer), RMSNorm eps 1e-06, weights used as (1 + w), 1 added in f32 on load",
+        "attention   scale 0.0625, q/k/v bias no, o bias no, QK-norm per head, before RoPE",
+        "local rope  sliding layers: theta 10000", "sliding layers: 0 1 2 3 4 6 7 8 9 10",
+        "embedding   scaled by sqrt(1024) = 32", "head        tied to the embedding matrix"}) {
+    CHECK_MESSAGE(gemma.find(expected) != std::string::npos, expected, "\n", gemma);
+  }
+  Json j = Minimal("olmoe");
+  j["num_experts"] = 4;
+  j["num_experts_per_tok"] = 2;
+  const std::string olmoe = wb::model::DescribeConfig(Parse(j));
+  CHECK(olmoe.find("experts     SiLU-gated, 4 experts of width 64, top 2 of a softmax over all, not renormalised; "
+                   "layers: all") != std::string::npos);
+  CHECK(olmoe.find("QK-norm over the whole q and k projections, before RoPE") != std::string::npos);
+  CHECK(olmoe.find("window      none") != std::string::npos);
+}
