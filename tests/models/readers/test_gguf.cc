@@ -46,7 +46,8 @@ TEST_CASE("every scalar value type reads back with its type and value") {
       .Key("u32", U32(4294967295u)).Key("i32", I32(-2147483647 - 1)).Key("f32", F32(-1.25f))
       .Key("bool.t", Bool(true)).Key("bool.f", Bool(false)).Key("string", String("héllo"))
       .Key("u64", U64(18446744073709551615ull)).Key("i64", I64(-9223372036854775807ll - 1)).Key("f64", F64(1e300));
-  const GgufFile file = ParseOk(b.Build());
+  const Bytes bytes = b.Build();  // the parsed file points into these bytes
+  const GgufFile file = ParseOk(bytes);
   REQUIRE(file.metadata().size() == 13);
   const auto check = [&](const char* key, GgufValueType type) {
     const wb::GgufValue* v = file.FindValue(key);
@@ -90,7 +91,8 @@ TEST_CASE("arrays of every element type, and arrays of arrays") {
       .Key("a.empty", Array<uint32_t>(4, {}))
       .Key("a.nested", ArrayOfArrays({Array<uint32_t>(4, {1, 2}), Array<uint32_t>(4, {}),
                                       ArrayOfArrays({StringArray({"deep"})})}));
-  const GgufFile file = ParseOk(b.Build());
+  const Bytes bytes = b.Build();  // the parsed file points into these bytes
+  const GgufFile file = ParseOk(bytes);
   const auto array = [&](const char* key) -> const wb::GgufArray& {
     const wb::GgufValue* v = file.FindValue(key);
     REQUIRE(v != nullptr);
@@ -127,7 +129,8 @@ TEST_CASE("versions 2 and 3 have the same layout; 1 and 4 are refused") {
   for (uint32_t version : {2u, 3u}) {
     GgufBuilder b(version);
     b.Key("general.name", String("x")).Tensor("w", 0, {2}, BytesOf(std::vector<float>{1, 2}));
-    const GgufFile file = ParseOk(b.Build());
+    const Bytes bytes = b.Build();  // the parsed file points into these bytes
+    const GgufFile file = ParseOk(bytes);
     CHECK(file.version() == version);
     CHECK(file.tensors().size() == 1);
   }
@@ -208,7 +211,8 @@ TEST_CASE("0-d and zero-size tensors are accepted, as ggml accepts them") {
   GgufBuilder b;
   b.Tensor("scalar", 0, {}, Filler(4, 1)).Tensor("empty", 8, {0, 7}, {}).Tensor("after", 0, {1}, Filler(4, 2));
   b.Tensor("no elements", 0, {1ull << 40, 1ull << 40, 0}, {});  // huge dimensions, but one is 0
-  const GgufFile file = ParseOk(b.Build());
+  const Bytes bytes = b.Build();  // the parsed file points into these bytes
+  const GgufFile file = ParseOk(bytes);
   CHECK(file.tensors()[3].byteSize == 0);
   CHECK(file.tensors()[0].ElementCount() == 1);
   CHECK(file.tensors()[1].ElementCount() == 0);

@@ -72,7 +72,8 @@ TEST_CASE("every dtype is listed with its element size") {
                                    {"U32", 4},  {"F32", 4}, {"F64", 8}, {"I64", 8},     {"U64", 8}};
   std::vector<SafetensorsSpec> specs;
   for (const Case& c : cases) specs.push_back({std::string("t.") + c.name, c.name, {2}, Bytes(2 * c.bytes)});
-  const SafetensorsFile file = ParseOk(BuildSafetensors(specs));
+  const Bytes bytes = BuildSafetensors(specs);  // the parsed file points into these bytes
+  const SafetensorsFile file = ParseOk(bytes);
   for (const Case& c : cases) {
     const auto* t = file.FindTensor(std::string("t.") + c.name);
     REQUIRE(t != nullptr);
@@ -82,8 +83,9 @@ TEST_CASE("every dtype is listed with its element size") {
 }
 
 TEST_CASE("0-d and empty tensors are allowed") {
-  const SafetensorsFile file =
-      ParseOk(BuildSafetensors({{"scalar", "F32", {}, Bytes(4)}, {"empty", "F16", {0, 5}, {}}, {"last", "U8", {1}, Bytes(1)}}));
+  const Bytes bytes =
+      BuildSafetensors({{"scalar", "F32", {}, Bytes(4)}, {"empty", "F16", {0, 5}, {}}, {"last", "U8", {1}, Bytes(1)}});
+  const SafetensorsFile file = ParseOk(bytes);
   CHECK(file.FindTensor("scalar")->ElementCount() == 1);
   CHECK(file.FindTensor("empty")->ElementCount() == 0);
   CHECK(file.FindTensor("empty")->data.empty());
