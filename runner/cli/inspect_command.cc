@@ -63,10 +63,16 @@ std::string ConfigText(const ConfigSection& section) {
   return "\nconfig (what the workbook's decoder will run):\n" + text;
 }
 
+// Adds a "config" member to the dump's JSON object. The dump is our own output and valid by
+// construction; should nlohmann ever throw here, the dump is returned unchanged.
 std::string WithConfigJson(const std::string& json, const ConfigSection& section) {
-  nlohmann::json root = nlohmann::json::parse(json);  // our own output: valid by construction
-  root["config"] = {{"available", section.available}, {"ok", section.ok}, {"text", section.text}};
-  return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  try {
+    nlohmann::json root = nlohmann::json::parse(json);
+    root["config"] = {{"available", section.available}, {"ok", section.ok}, {"text", section.text}};
+    return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  } catch (const nlohmann::json::exception&) {
+    return json;
+  }
 }
 
 bool EndsWith(const std::string& text, std::string_view suffix) {

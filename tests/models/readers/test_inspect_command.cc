@@ -69,6 +69,17 @@ TEST_CASE("inspect --format json --no-config gives one JSON object") {
   CHECK(json["tensors"].size() == 2);
   CHECK(json["metadata"][2]["value"] == 1);
   CHECK_FALSE(json.contains("config"));
+  // Without --no-config the same object gains a "config" member (ok or not: this toy file has
+  // no llama.embedding_length, so a build with runner/model reports what is missing).
+  const Result withConfig = RunWorkbook("inspect --format json '" + path + "'");
+  REQUIRE(withConfig.status == 0);
+  const auto full = nlohmann::json::parse(withConfig.output);
+  CHECK(full["tensors"] == json["tensors"]);
+  REQUIRE(full.contains("config"));
+  if (full["config"]["available"] == true) {
+    CHECK(full["config"]["ok"] == false);
+    CHECK(full["config"]["text"].get<std::string>().find(path) != std::string::npos);
+  }
 }
 
 TEST_CASE("inspect a truncated GGUF: exit 2 and a message naming the file and the tensor") {
