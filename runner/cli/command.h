@@ -28,5 +28,7 @@ Command AddHintCommand(CLI::App& app);
 Command AddListCommand(CLI::App& app);
 Command AddWatchCommand(CLI::App& app);
 Command AddBenchCommand(CLI::App& app);
+Command AddReferenceCommand(CLI::App& app);
+Command AddInspectCommand(CLI::App& app);
 
 }  // namespace wb::cli

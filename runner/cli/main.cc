@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
       AddHintCommand(app),
       AddListCommand(app),
       AddBenchCommand(app),
+      AddReferenceCommand(app),
+      AddInspectCommand(app),
   };
   try {
     app.parse(argc, argv);

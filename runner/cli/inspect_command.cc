@@ -1,0 +1,143 @@
+// `workbook inspect PATH`: what a model file holds, like a good gguf-dump.
+//
+// PATH is a GGUF file, a Hugging Face directory (config.json + model.safetensors or an index
+// and its shards), a single .safetensors file, or a directory's config.json. Prints the
+// format, every metadata key with its type and value, the tensor table and totals, then the
+// ModelConfig the workbook builds from the file and the switches it implies. Exit status 0,
+// or 2 with "workbook: <file>: <what is wrong>" when the file is missing, truncated or
+// malformed. A file that parses but whose config the workbook cannot build (an unknown
+// architecture, say) still exits 0: the dump is the useful answer, and the config section
+// says what is wrong.
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "runner/modelfile/gguf.h"
+#include "runner/modelfile/model_file_summary.h"
+#include "runner/modelfile/safetensors.h"
+// The parsed config comes from runner/model/ (ModelConfig), built in the same tree; a checkout
+// without it still dumps files.
+#if __has_include("runner/model/config.h")
+#define WB_HAVE_MODEL_CONFIG 1
+#include "runner/model/config.h"
+#else
+#define WB_HAVE_MODEL_CONFIG 0
+#endif
+
+namespace wb::cli {
+
+namespace {
+
+namespace fsys = std::filesystem;
+
+struct ConfigSection {
+  bool available = false;  // the build has runner/model
+  bool ok = false;
+  std::string text;        // DescribeConfig's lines, or the error
+};
+
+// --- the parsed config: runner/model's LoadModelConfig and DescribeConfig -------------------
+ConfigSection DescribeModelConfig(const std::string& path) {
+  ConfigSection section;
+#if WB_HAVE_MODEL_CONFIG
+  section.available = true;
+  const Expected<model::ModelConfig> config = model::LoadModelConfig(path);
+  section.ok = config.ok();
+  section.text = config.ok() ? model::DescribeConfig(*config) : config.error().message;
+#else
+  (void)path;
+  section.text = "not available: this build does not include runner/model";
+#endif
+  return section;
+}
+
+std::string ConfigText(const ConfigSection& section) {
+  if (!section.available) return fmt::format("\nconfig: {}\n", section.text);
+  if (!section.ok) return fmt::format("\nconfig: the workbook cannot build a model from this file:\n  {}\n", section.text);
+  std::string text = section.text;
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  return "\nconfig (what the workbook's decoder will run):\n" + text;
+}
+
+// Adds a "config" member to the dump's JSON object. The dump is our own output and valid by
+// construction; should nlohmann ever throw here, the dump is returned unchanged.
+std::string WithConfigJson(const std::string& json, const ConfigSection& section) {
+  try {
+    nlohmann::json root = nlohmann::json::parse(json);
+    root["config"] = {{"available", section.available}, {"ok", section.ok}, {"text", section.text}};
+    return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  } catch (const nlohmann::json::exception&) {
+    return json;
+  }
+}
+
+bool EndsWith(const std::string& text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+struct Dump {
+  std::string text;
+  std::string json;
+};
+
+// Parses PATH by what it looks like; an error message names the file.
+Expected<Dump> DumpModelFile(const std::string& path) {
+  std::error_code error;
+  std::string safetensorsDir;
+  if (fsys::is_directory(path, error)) {
+    safetensorsDir = path;
+  } else if (fsys::path(path).filename() == "config.json") {
+    safetensorsDir = fsys::path(path).parent_path().string();
+    if (safetensorsDir.empty()) safetensorsDir = ".";
+  }
+  if (!safetensorsDir.empty()) {
+    Expected<SafetensorsCheckpoint> checkpoint = SafetensorsCheckpoint::OpenDirectory(safetensorsDir);
+    if (!checkpoint.ok()) return checkpoint.error();
+    return Dump{DescribeSafetensorsText(*checkpoint), DescribeSafetensorsJson(*checkpoint)};
+  }
+  if (EndsWith(path, ".safetensors")) {
+    Expected<SafetensorsCheckpoint> checkpoint = SafetensorsCheckpoint::OpenFile(path);
+    if (!checkpoint.ok()) return checkpoint.error();
+    return Dump{DescribeSafetensorsText(*checkpoint), DescribeSafetensorsJson(*checkpoint)};
+  }
+  // Anything else is read as GGUF; a file that is not one fails on its magic.
+  Expected<GgufFile> gguf = GgufFile::Open(path);
+  if (!gguf.ok()) return gguf.error();
+  return Dump{DescribeGgufText(*gguf), DescribeGgufJson(*gguf)};
+}
+
+}  // namespace
+
+Command AddInspectCommand(CLI::App& app) {
+  struct Options {
+    std::string path;
+    std::string format = "text";
+    std::string output;
+    bool noConfig = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* c = app.add_subcommand("inspect", "Show what a GGUF file or Hugging Face checkpoint holds");
+  c->add_option("path", o->path, "A .gguf file, a Hugging Face directory, or a .safetensors file")->required();
+  c->add_option("--format", o->format, "Output format: text or json")->check(CLI::IsMember({"text", "json"}));
+  c->add_option("--output", o->output, "Write to FILE instead of stdout");
+  c->add_flag("--no-config", o->noConfig, "Only dump the file; do not build the model config");
+  return {c, [o]() {
+            Expected<Dump> dump = DumpModelFile(o->path);
+            if (!dump.ok()) return ReportError(dump.error().message);
+            std::string text;
+            if (o->noConfig) {
+              text = o->format == "json" ? dump->json : dump->text;
+            } else {
+              const ConfigSection config = DescribeModelConfig(o->path);
+              text = o->format == "json" ? WithConfigJson(dump->json, config) : dump->text + ConfigText(config);
+            }
+            if (!Emit(text, o->output)) return ReportError(fmt::format("{}: cannot write the output", o->output));
+            return kExitPass;
+          }};
+}
+
+}  // namespace wb::cli

@@ -1,0 +1,130 @@
+// Helpers shared by the decoder tests: where the fixtures are, temporary directories,
+// running the reference on a path, comparing logits, running the workbook binary.
+//
+// Contract: the tests are run by meson with WB_SOURCE_ROOT (the source tree) and, for the
+// command-line tests, WB_WORKBOOK_EXE (the built workbook) in the environment; a missing
+// variable fails the test with a message that says so. Nothing here asserts: helpers return
+// values and the tests check them.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "reference/decoder/decoder.h"
+#include "runner/model/model_weights.h"
+#include "runner/model/weight_source.h"
+
+namespace wbtest {
+
+namespace fs = std::filesystem;
+
+inline std::string EnvOrEmpty(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
+}
+
+// data/models and data/models/<family> in the source tree.
+inline fs::path ModelsRoot() { return fs::path(EnvOrEmpty("WB_SOURCE_ROOT")) / "data" / "models"; }
+inline fs::path FixtureDir(const std::string& family) { return ModelsRoot() / family; }
+
+inline const std::vector<std::string>& Families() {
+  static const std::vector<std::string> kFamilies = {"llama", "mistral",   "mixtral",     "qwen2",
+                                                     "qwen3", "qwen3_moe", "gemma3_text", "olmoe"};
+  return kFamilies;
+}
+
+// A fresh directory under the system's temporary directory, removed on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "wb-decoder-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) fs::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+inline std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+inline void WriteFile(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+// The reference's logits of every position for the model at `path`.
+inline wb::Expected<ref::DecoderLogits> AllLogits(const std::string& path, const std::vector<int>& tokens) {
+  auto source = wb::model::WeightSource::Open(path);
+  if (!source) return source.error();
+  return ref::RunDecoder(*source, tokens, ref::LogitPositions::kAll);
+}
+
+// The same with a modified config (a flipped switch), on the weights at `path`.
+template <typename Edit>
+wb::Expected<ref::DecoderLogits> AllLogitsWith(const std::string& path, const std::vector<int>& tokens, Edit edit) {
+  auto source = wb::model::WeightSource::Open(path);
+  if (!source) return source.error();
+  wb::model::ModelConfig config = source->config();
+  edit(config);
+  auto weights = wb::model::BindWeights(config, *source);
+  if (!weights) return weights.error();
+  return ref::RunDecoder(config, *weights, tokens, ref::LogitPositions::kAll);
+}
+
+inline double MaxAbsDiff(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return 1e300;
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  return worst;
+}
+
+// Row r of the logits (one position).
+inline std::vector<double> RowOf(const ref::DecoderLogits& logits, int r) {
+  const auto row = logits.Row(r);
+  return {row.begin(), row.end()};
+}
+
+struct CommandResult {
+  int exitCode = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the workbook binary with `arguments` (already shell-quoted), capturing both streams.
+inline CommandResult RunWorkbook(const std::string& arguments, const fs::path& scratch) {
+  const fs::path out = scratch / "stdout.txt";
+  const fs::path err = scratch / "stderr.txt";
+  const std::string command = "'" + EnvOrEmpty("WB_WORKBOOK_EXE") + "' " + arguments + " >'" + out.string() +
+                              "' 2>'" + err.string() + "'";
+  const int status = std::system(command.c_str());
+  CommandResult result;
+  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = ReadFile(out);
+  result.err = ReadFile(err);
+  return result;
+}
+
+inline std::string Quote(const std::string& s) { return "'" + s + "'"; }
+
+}  // namespace wbtest

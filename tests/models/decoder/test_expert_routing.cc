@@ -1,0 +1,47 @@
+// Top-k routing: softmax over all experts first, ties to the lower id, optional renorm.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "reference/decoder/expert_routing.h"
+
+using ref::RouteToken;
+
+TEST_CASE("equal probabilities go to the lower expert id") {
+  const std::vector<double> logits = {1.0, 3.0, 3.0, 0.0};
+  const auto two = RouteToken(logits, 2, false);
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].expert == 1);
+  CHECK(two[1].expert == 2);
+  const auto one = RouteToken(logits, 1, false);
+  CHECK(one[0].expert == 1);
+  const std::vector<double> flat = {0.5, 0.5, 0.5, 0.5};
+  const auto all = RouteToken(flat, 3, false);
+  CHECK(all[0].expert == 0);
+  CHECK(all[1].expert == 1);
+  CHECK(all[2].expert == 2);
+  CHECK(all[2].weight == doctest::Approx(0.25).epsilon(1e-15));
+}
+
+TEST_CASE("softmax over all experts, then top-k; renormalisation divides by the chosen sum") {
+  // exp(log k) = k: probabilities 0.1, 0.2, 0.3, 0.4.
+  const std::vector<double> logits = {std::log(1.0), std::log(2.0), std::log(3.0), std::log(4.0)};
+  const auto raw = RouteToken(logits, 2, false);
+  CHECK(raw[0].expert == 3);
+  CHECK(raw[1].expert == 2);
+  CHECK(raw[0].weight == doctest::Approx(0.4).epsilon(1e-14));
+  CHECK(raw[1].weight == doctest::Approx(0.3).epsilon(1e-14));
+  const auto renormalised = RouteToken(logits, 2, true);
+  CHECK(renormalised[0].weight == doctest::Approx(4.0 / 7.0).epsilon(1e-14));
+  CHECK(renormalised[1].weight == doctest::Approx(3.0 / 7.0).epsilon(1e-14));
+}
+
+TEST_CASE("large logits do not overflow") {
+  const std::vector<double> logits = {1000.0, 999.0, -1000.0};
+  const auto r = RouteToken(logits, 2, false);
+  CHECK(r[0].expert == 0);
+  CHECK(r[0].weight == doctest::Approx(1.0 / (1.0 + std::exp(-1.0))).epsilon(1e-14));
+  CHECK(std::isfinite(r[1].weight));
+}

@@ -1,0 +1,41 @@
+// MappedFile: maps regular files read-only; names the path for every refusal; moves keep the
+// mapping where it is.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <string>
+#include <utility>
+
+#include "runner/modelfile/mapped_file.h"
+#include "tests/models/readers/temp_dir.h"
+
+using wb::MappedFile;
+
+TEST_CASE("a file's bytes are mapped, and a move keeps them at the same address") {
+  wb::test::TempDir dir;
+  const std::string path = dir.Write("data.bin", std::string_view("hello, mapping"));
+  auto mapped = MappedFile::Open(path);
+  REQUIRE(mapped.ok());
+  CHECK(mapped->path() == path);
+  REQUIRE(mapped->bytes().size() == 14);
+  const std::byte* address = mapped->bytes().data();
+  CHECK(static_cast<char>(mapped->bytes()[7]) == 'm');
+  MappedFile moved = std::move(*mapped);
+  CHECK(moved.bytes().data() == address);
+  CHECK(mapped->bytes().empty());  // the moved-from object owns nothing
+  MappedFile assigned = std::move(moved);
+  CHECK(assigned.bytes().data() == address);
+  CHECK(static_cast<char>(assigned.bytes()[13]) == 'g');
+}
+
+TEST_CASE("missing paths, directories and empty files are errors naming the path") {
+  wb::test::TempDir dir;
+  const std::string missing = dir / "missing.gguf";
+  CHECK(MappedFile::Open(missing).error().message == missing + ": no such file or directory");
+  CHECK(MappedFile::Open(missing).error().kind == wb::ErrorKind::kBadUsage);
+  CHECK(MappedFile::Open(dir.path().string()).error().message == dir.path().string() + ": is a directory, expected a file");
+  const std::string empty = dir.Write("empty.gguf", std::string_view(""));
+  CHECK(MappedFile::Open(empty).error().message == empty + ": the file is empty");
+  CHECK(MappedFile::Open(empty).error().kind == wb::ErrorKind::kBadData);
+  CHECK(MappedFile::Open("/dev/null").error().message == "/dev/null: is not a regular file");
+}
