@@ -14,6 +14,7 @@
 #include "../diagnose/misconceptions.h"
 #include "../diagnose/observations.h"
 #include "../isolation/shared_region.h"
+#include "case_outcome.h"
 #include "crash_description.h"
 
 namespace wb {
@@ -182,18 +183,7 @@ CaseReport RunBlockCase(const CaseSpec& spec, const StageContext& setup) {
     CheckpointReport cp;
     cp.name = std::string(ref::CheckpointName(c));
     cp.shape = fmt::format("{} x {}", T, ref::CheckpointWidth(c, shape));
-    cp.status = chain.pass() ? CheckStatus::kPass : CheckStatus::kFail;
-    cp.total = chain.total;
-    cp.failing = chain.failing;
-    cp.unwritten = chain.unwritten;
-    cp.fromUnwritten = chain.fromUnwritten;
-    cp.nanCount = chain.nanCount;
-    cp.infCount = chain.infCount;
-    cp.maxAbsError = chain.maxAbsError;
-    cp.atol = chain.atol;
-    cp.rtol = chain.rtol;
-    cp.maxPoints = spec.points;
-    cp.points = chain.pass() ? spec.points : 0;
+    RecordComparison(chain, spec.points, cp);
     if (chain.hasWorst) cp.worst = Detail(c, chain.worstIndex, chain.worstExpected, got[i][chain.worstIndex], shape);
     for (size_t index : chain.failingSample) {
       if (chain.hasWorst && index == chain.worstIndex) continue;
@@ -278,16 +268,7 @@ CaseReport RunBlockCase(const CaseSpec& spec, const StageContext& setup) {
     report.notes.insert(report.notes.end(), canary.begin(), canary.end());
     report.notes.push_back("when it stopped: " + DescribeWritten(region, outputs));
   }
-  if (const std::string flood = DescribeOutputFlood(outcome, setup.limits.outputLimitBytes); !flood.empty()) {
-    if (report.status == CaseStatus::kPass || report.status == CaseStatus::kNotImplemented) {
-      report.status = CaseStatus::kFail;
-    }
-    if (report.headline.empty()) {
-      report.headline = flood;
-    } else {
-      report.notes.push_back(flood);
-    }
-  }
+  ApplyOutputFlood(DescribeOutputFlood(outcome, setup.limits.outputLimitBytes), report);
   if (report.hidden) Redact(report);
   return report;
 }

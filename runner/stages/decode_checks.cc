@@ -15,6 +15,7 @@
 #include "../diagnose/decode_misconceptions.h"
 #include "../diagnose/misconceptions.h"
 #include "../diagnose/observations.h"
+#include "case_outcome.h"
 
 namespace wb {
 namespace {
@@ -304,17 +305,7 @@ CheckpointReport CallChecker::CheckBuffer(CallCheckpoint c) {
   CheckpointReport cp = Named(c);
   const int width = Width(c, shape_);
   cp.shape = fmt::format("{} x {}", call_.n, width);
-  cp.status = chain.pass() ? CheckStatus::kPass : CheckStatus::kFail;
-  cp.total = chain.total;
-  cp.failing = chain.failing;
-  cp.unwritten = chain.unwritten;
-  cp.fromUnwritten = chain.fromUnwritten;
-  cp.nanCount = chain.nanCount;
-  cp.infCount = chain.infCount;
-  cp.maxAbsError = chain.maxAbsError;
-  cp.atol = chain.atol;
-  cp.rtol = chain.rtol;
-  cp.points = chain.pass() ? in_.points : 0;
+  RecordComparison(chain, in_.points, cp);
   if (chain.hasWorst) {
     cp.worst = Detail(Where(c, chain.worstIndex, call_.pos, shape_), chain.worstExpected, got[chain.worstIndex]);
   }

@@ -1,5 +1,6 @@
 #include "decode_stage.h"
 
+#include "case_outcome.h"
 #include "crash_description.h"
 
 #include <algorithm>
@@ -153,16 +154,7 @@ CaseReport RunDecodeCase(const CaseSpec& spec, const StageContext& setup) {
   } else {
     report.status = report.firstFailure ? CaseStatus::kFail : CaseStatus::kPass;
   }
-  if (!flood.empty()) {
-    if (report.status == CaseStatus::kPass || report.status == CaseStatus::kNotImplemented) {
-      report.status = CaseStatus::kFail;
-    }
-    if (report.headline.empty()) {
-      report.headline = flood;
-    } else {
-      report.notes.push_back(flood);
-    }
-  }
+  ApplyOutputFlood(flood, report);
   if (report.hidden) Redact(report);
   return report;
 }
