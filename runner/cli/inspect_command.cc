@@ -5,10 +5,12 @@
 // format, every metadata key with its type and value, the tensor table and totals, then the
 // ModelConfig the workbook builds from the file and the switches it implies. Exit status 0,
 // or 2 with "workbook: <file>: <what is wrong>" when the file is missing, truncated or
-// malformed. A file that parses but whose config the workbook cannot build (an unknown
-// architecture, say) still exits 0: the dump is the useful answer, and the config section
-// says what is wrong.
+// malformed, a folder's config.json included. A file that parses but whose config the
+// workbook cannot build (an unknown architecture, say) still exits 0: the dump is the
+// useful answer, and the config section says what is wrong.
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -84,6 +86,21 @@ struct Dump {
   std::string json;
 };
 
+// A Hugging Face folder's config.json must at least be JSON: a cut or corrupted one is bad
+// data, like a cut weight file. (A valid config the workbook cannot build is not.)
+Status CheckConfigIsJson(const std::string& folder) {
+  const fsys::path config = fsys::path(folder) / "config.json";
+  std::error_code error;
+  if (!fsys::exists(config, error)) return Status::Ok();
+  std::ifstream in(config, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) return BadData(fmt::format("{}: cannot read the file", config.string()));
+  if (!nlohmann::json::accept(text)) {
+    return BadData(fmt::format("{}: not valid JSON (cut short or corrupted)", config.string()));
+  }
+  return Status::Ok();
+}
+
 // Parses PATH by what it looks like; an error message names the file.
 Expected<Dump> DumpModelFile(const std::string& path) {
   std::error_code error;
@@ -95,6 +112,7 @@ Expected<Dump> DumpModelFile(const std::string& path) {
     if (safetensorsDir.empty()) safetensorsDir = ".";
   }
   if (!safetensorsDir.empty()) {
+    if (Status config = CheckConfigIsJson(safetensorsDir); !config.ok()) return config.error();
     Expected<SafetensorsCheckpoint> checkpoint = SafetensorsCheckpoint::OpenDirectory(safetensorsDir);
     if (!checkpoint.ok()) return checkpoint.error();
     return Dump{DescribeSafetensorsText(*checkpoint), DescribeSafetensorsJson(*checkpoint)};

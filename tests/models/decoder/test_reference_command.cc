@@ -98,14 +98,10 @@ TEST_CASE("truncated copies: reference and inspect exit 2 naming the file") {
       CHECK(reference.exitCode == 2);
       CHECK_MESSAGE(reference.err.rfind(prefix, 0) == 0, reference.err);
       CHECK(reference.out.empty());
-      // inspect dumps the weight files: a cut one is exit 2. (A cut config.json is reported
-      // inside its config section with exit 0, by inspect's own contract; the config path
-      // itself is checked below.)
-      if (c.named.filename() != "config.json") {
-        auto inspect = RunWorkbook("inspect " + Quote(c.model.string()), scratch.path());
-        CHECK(inspect.exitCode == 2);
-        CHECK_MESSAGE(inspect.err.rfind(prefix, 0) == 0, inspect.err);
-      }
+      // inspect too: a cut weight file or a cut config.json is exit 2.
+      auto inspect = RunWorkbook("inspect " + Quote(c.model.string()), scratch.path());
+      CHECK(inspect.exitCode == 2);
+      CHECK_MESSAGE(inspect.err.rfind(prefix, 0) == 0, inspect.err);
       // The config path inspect takes: LoadModelConfig fails naming the file too, except
       // where only the weights were cut (the config itself is intact).
       auto config = wb::model::LoadModelConfig(c.model.string());
