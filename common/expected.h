@@ -1,9 +1,11 @@
 // Errors as values at module boundaries.
 //
 // Contract: a function that can fail on bad input returns Status (nothing else to
-// return) or Expected<T>. The Error carries a kind, which the command line maps to a
-// fixed exit code, and a message that names the file, tensor or field that is wrong and,
-// where one exists, says how to fix it. Nothing here throws.
+// return) or Expected<T>. The Error carries a kind, which fixes the command's exit status
+// (ExitStatusOf: 2 for bad data or usage, 3 for a failure of the system or of the workbook
+// itself; 1 is kept for a student's code that fails, which is a result, not an error), and
+// a message that names the file, tensor or field that is wrong and, where one exists, says
+// how to fix it. Nothing here throws.
 #pragma once
 
 #include <cassert>
@@ -19,6 +21,16 @@ enum class ErrorKind {
   kSystem,    // the operating system refused something (fork, mmap, ...)
   kInternal,  // a bug in the workbook itself
 };
+
+// The exit statuses of every workbook command.
+constexpr int kExitPass = 0;           // everything checked passed
+constexpr int kExitFail = 1;           // a checkpoint failed, or the student's code did not compile, crashed or hung
+constexpr int kExitBadInput = 2;       // bad usage or bad data: the message names the file and what is wrong
+constexpr int kExitWorkbookFailed = 3;  // the system refused something, or a bug in the workbook itself
+
+constexpr int ExitStatusOf(ErrorKind kind) {
+  return kind == ErrorKind::kBadData || kind == ErrorKind::kBadUsage ? kExitBadInput : kExitWorkbookFailed;
+}
 
 struct Error {
   ErrorKind kind = ErrorKind::kInternal;

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -65,18 +64,15 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   std::string storedKey;
   if (ReadAll(keyPath, storedKey) && storedKey == keyText && access(binary.executable.c_str(), X_OK) == 0) {
     binary.compiled = true;
-    binary.reused = true;
     return binary;
   }
 
-  const auto start = std::chrono::steady_clock::now();
   const std::string temporary = fmt::format("{}.{}.partial", binary.executable, getpid());
   std::vector<std::string> argv = setup.compiler;
   argv.insert(argv.end(), setup.flags.begin(), setup.flags.end());
   argv.insert(argv.end(), {"-I", setup.contractsDir, source, harnessLibrary, "-o", temporary});
   auto ran = RunCommand(argv);
   if (!ran.ok()) return ran.error();
-  binary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   binary.diagnostics = ran->output;
   if (ran->exitStatus != 0) {
     std::remove(temporary.c_str());

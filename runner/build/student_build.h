@@ -23,10 +23,8 @@ struct CompilerSetup {
 
 struct StudentBinary {
   bool compiled = false;
-  bool reused = false;
   std::string executable;
   std::string diagnostics;  // what the compiler printed
-  double seconds = 0;
 };
 
 Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std::string& source,

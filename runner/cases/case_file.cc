@@ -24,7 +24,7 @@ int CaseSpec::Tokens() const {
   return total;
 }
 
-Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& path) {
+Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& path, const StageTable& stages) {
   auto fail = [&path](const std::string& what) { return BadData(fmt::format("{}: {}", path, what)); };
   json root;
   try {
@@ -46,7 +46,9 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
     return fail("field 'stage' is missing or not an integer");
   }
   file.stage = root["stage"].get<int>();
-  if (file.stage < 1 || file.stage > 5) return fail(fmt::format("field 'stage' is {}; stages are 1 to 5", file.stage));
+  const StageInfo* stage = stages.Find(file.stage);
+  if (stage == nullptr) return fail(fmt::format("field 'stage' is {}; stages are {}", file.stage, stages.Numbers()));
+
   if (!root.contains("cases") || !root["cases"].is_array()) return fail("field 'cases' is missing or not an array");
   if (root["cases"].empty()) return fail("field 'cases' is empty: a case file needs at least one case");
 
@@ -72,9 +74,8 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
     if (!names.insert(spec.name).second) return fail(fmt::format("{}.name '{}' is used twice", at, spec.name));
     const std::string named = fmt::format("{} ('{}')", at, spec.name);
 
-    const bool wantsSteps = file.stage == 2;
-    if (wantsSteps) {
-      if (c.contains("T")) return fail(fmt::format("{}: stage 2 cases give 'steps', not 'T'", named));
+    if (stage->caseLength == CaseLength::kSteps) {
+      if (c.contains("T")) return fail(fmt::format("{}: stage {} cases give 'steps', not 'T'", named, file.stage));
       if (!c.contains("steps") || !c["steps"].is_array() || c["steps"].empty()) {
         return fail(fmt::format("{}.steps is missing or not a non-empty array of token counts", named));
       }
@@ -86,7 +87,9 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
         spec.steps.push_back(static_cast<int>(std::min<int64_t>(n.get<int64_t>(), kMaxCaseTokens + 1)));
       }
     } else {
-      if (c.contains("steps")) return fail(fmt::format("{}: 'steps' is for stage 2; stage {} cases give 'T'", named, file.stage));
+      if (c.contains("steps")) {
+        return fail(fmt::format("{}: stage {} cases give 'T', not 'steps'", named, file.stage));
+      }
       if (!c.contains("T") || !c["T"].is_number_integer()) {
         return fail(fmt::format("{}.T is missing or not an integer", named));
       }
@@ -125,12 +128,12 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
   return file;
 }
 
-Expected<CaseFile> LoadCaseFile(const std::string& path) {
+Expected<CaseFile> LoadCaseFile(const std::string& path, const StageTable& stages) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return BadUsage(fmt::format("{}: cannot open the case file", path));
   std::ostringstream text;
   text << in.rdbuf();
-  return ParseCaseFile(text.str(), path);
+  return ParseCaseFile(text.str(), path, stages);
 }
 
 }  // namespace wb

@@ -6,11 +6,12 @@
 //               "x_scale": 1.0, "w_scale": 1.0,      optional, default 1
 //               "hidden": false,                     optional: report pass/fail and error size only
 //               "points": 1.0}]}                     optional: points per checkpoint (graders)
-// Stage 2 cases give "steps": [n0, n1, ...] (tokens per call) instead of "T".
+// A stage whose row of data/stages.json has "case_length": "steps" gives
+// "steps": [n0, n1, ...] (tokens per call) instead of "T".
 //
-// Contract: LoadCaseFile accepts exactly this; anything else is a BadData error naming
-// the file and the field ("cases[2].T"), including unknown fields, so a typo is not
-// silently ignored. Names are unique within a file.
+// Contract: LoadCaseFile accepts exactly this, for a stage of the table; anything else is
+// a BadData error naming the file and the field ("cases[2].T"), including unknown fields,
+// so a typo is not silently ignored. Names are unique within a file.
 #pragma once
 
 #include <cstdint>
@@ -18,13 +19,14 @@
 #include <vector>
 
 #include "../../common/expected.h"
+#include "../stages/stage_table.h"
 
 namespace wb {
 
 struct CaseSpec {
   std::string name;
-  int T = 0;                // stage 1: tokens
-  std::vector<int> steps;   // stage 2: tokens per call
+  int T = 0;                // case_length "T": tokens of the one call
+  std::vector<int> steps;   // case_length "steps": tokens per call
   uint64_t seed = 0;
   double xScale = 1.0;
   double wScale = 1.0;
@@ -40,10 +42,11 @@ struct CaseFile {
   std::vector<CaseSpec> cases;
 };
 
-// The largest sequence a case may ask for (the stage-2 cache holds 4096 positions).
+// The largest sequence a case may ask for (MAX_T of the decoding stages' contracts).
 constexpr int kMaxCaseTokens = 4096;
 
-Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pathForMessages);
-Expected<CaseFile> LoadCaseFile(const std::string& path);
+Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pathForMessages,
+                                 const StageTable& stages);
+Expected<CaseFile> LoadCaseFile(const std::string& path, const StageTable& stages);
 
 }  // namespace wb

@@ -1,66 +1,116 @@
-// `workbook bench STAGE`: a stage's benchmark, run as its own executable so that the
-// runner never links a solution. Stage 2's compares a decode step with a KV cache against
-// recomputing the whole sequence without one (runner/bench/stage02_bench_main.cc).
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+// `workbook bench STAGE`: validate, then time (llm.c's dev/cuda order). The student's stage
+// file (or, with --solutions, the solution) is checked on the stage's visible suite first: a
+// kernel that gets the wrong answer is not timed. Then it is built into the stage's bench
+// child, which the stage's driver runs and reports (stage 2: runner/stages/02-kv-cache/
+// bench_driver.h). Exit status: 0 measured, 1 not valid (or failed while timed), 2 bad usage.
+#include <cstdio>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "build_config.h"
 #include "command.h"
+#include "runner/engine/check.h"
+#include "runner/report/renderers.h"
+#include "runner/stages/stage_driver.h"
 
 namespace wb::cli {
 namespace {
 
-// Runs the benchmark with this process's stdout and stderr, so its rows appear as they are
-// measured; returns its exit status.
-int RunBenchmark(const std::string& executable, const std::vector<std::string>& arguments) {
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(executable.c_str()));
-  for (const auto& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) return ReportError(fmt::format("cannot start {}: {}", executable, std::strerror(errno)));
-  if (pid == 0) {
-    execv(executable.c_str(), argv.data());
-    std::fprintf(stderr, "workbook: cannot run %s: %s\n", executable.c_str(), std::strerror(errno));
-    _exit(kExitBadUsage);
+struct BenchCommandOptions {
+  int stage = 0;
+  bool solutions = false;
+  std::string stagesDir;
+  std::string contexts;
+  double budget = 0;
+};
+
+Expected<std::vector<int>> ParseContexts(const std::string& text) {
+  std::vector<int> contexts;
+  if (text.empty()) return contexts;
+  std::istringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    char* end = nullptr;
+    const long value = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || value < 1 || value > 1 << 20) {
+      return BadUsage(fmt::format("--contexts: '{}' is not a list of positive context lengths", text));
+    }
+    contexts.push_back(static_cast<int>(value));
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  if (contexts.empty()) return BadUsage("--contexts: give at least one context length");
+  return contexts;
+}
+
+int RunBench(const BenchCommandOptions& o) {
+  const WorkbookPaths paths = DefaultPaths();
+  auto table = LoadStageTable(paths.Source("data/stages.json"));
+  if (!table.ok()) return ReportError(table.error());
+  const StageInfo* stage = table->Find(o.stage);
+  const StageBuild* build = FindStageBuild(o.stage);
+  if (stage == nullptr || build == nullptr || build->benchHarnessLibrary[0] == '\0') {
+    std::string with;
+    for (const StageBuild& s : BuiltStages()) {
+      if (s.benchHarnessLibrary[0] != '\0') with += fmt::format("{}`bench {}`", with.empty() ? "" : ", ", s.number);
+    }
+    return ReportUsageError(fmt::format("stage {} has no benchmark; the ones there are: {}", o.stage, with));
   }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return ReportError(fmt::format("{} ended with signal {}", executable, WTERMSIG(status)));
+  auto contexts = ParseContexts(o.contexts);
+  if (!contexts.ok()) return ReportError(contexts.error());
+
+  // Validate: the stage's visible suite, exactly as `check` runs it.
+  CheckOptions check;
+  check.stage = o.stage;
+  check.solutions = o.solutions;
+  check.stagesDir = o.stagesDir;
+  auto validated = RunCheck(check, paths);
+  if (!validated.ok()) return ReportError(validated.error());
+  if (validated->status != RunStatus::kPass) {
+    std::fputs(RenderText(*validated, DetectTextStyle()).c_str(), stdout);
+    std::printf("\nbench: not timed. %s fails stage %d's visible cases, and a wrong kernel's speed means nothing: "
+                "`./workbook check %d` until it passes, then bench again.\n",
+                validated->source.c_str(), o.stage, o.stage);
+    return kExitFail;
+  }
+  std::printf("bench: %s passes stage %d's visible cases; timing it.\n\n", validated->source.c_str(), o.stage);
+  std::fflush(stdout);
+
+  // Time: the same file, built into the stage's bench child.
+  StageBuild benchBuild = *build;
+  benchBuild.harnessLibrary = build->benchHarnessLibrary;
+  benchBuild.solutionHarness = build->solutionBench;
+  CheckOptions bench = check;
+  auto impl = PrepareImplementation(bench, *stage, benchBuild, paths);
+  if (!impl.ok()) return ReportError(impl.error());
+  if (!impl->compiled) {
+    return ReportError(InternalError(fmt::format("{} compiled for the check but not for the bench: {}",
+                                                 impl->source, impl->compilerOutput)));
+  }
+  StageContext context;
+  context.stage = stage;
+  context.paths = paths;
+  context.harness = impl->harness;
+  context.limits.memoryBytes = check.memoryLimitMiB << 20;
+  const std::unique_ptr<StageDriver> driver = build->makeDriver();
+  if (auto prepared = driver->Prepare(context); !prepared.ok()) return ReportError(prepared.error());
+  auto timed = driver->Bench({.contexts = *contexts, .budgetSeconds = o.budget}, context);
+  if (!timed.ok()) return ReportError(timed.error());
+  return *timed;
 }
 
 }  // namespace
 
 Command AddBenchCommand(CLI::App& app) {
-  struct Options {
-    int stage = 0;
-    std::string contexts;
-    double budget = 0;
-  };
-  auto o = std::make_shared<Options>();
-  CLI::App* c = app.add_subcommand("bench", "Time a stage's solution against the stage before it");
-  c->add_option("stage", o->stage, "Stage number (2)")->required();
+  auto o = std::make_shared<BenchCommandOptions>();
+  CLI::App* c = app.add_subcommand("bench", "Check a stage's code, then time it");
+  c->add_option("stage", o->stage, "Stage number")->required();
+  c->add_flag("--solutions", o->solutions, "Time the solutions/ twin instead of your stages/ file");
+  c->add_option("--stages-dir", o->stagesDir, "Time the stage file of another stages/ tree");
   c->add_option("--contexts", o->contexts, "Context lengths, comma-separated (default 512,4096)");
   c->add_option("--budget", o->budget, "Seconds each measurement may repeat for (default 6)")
       ->check(CLI::PositiveNumber);
-  return {c, [o]() {
-            if (o->stage != 2) return ReportError(fmt::format("stage {} has no benchmark; `bench 2` is the one there is", o->stage));
-            std::vector<std::string> arguments;
-            if (!o->contexts.empty()) arguments.insert(arguments.end(), {"--contexts", o->contexts});
-            if (o->budget > 0) arguments.insert(arguments.end(), {"--budget", fmt::format("{}", o->budget)});
-            return RunBenchmark(WB_BENCH_STAGE02, arguments);
-          }};
+  return {c, [o]() { return RunBench(*o); }};
 }
 
 }  // namespace wb::cli

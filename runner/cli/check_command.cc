@@ -5,7 +5,7 @@
 
 #include "command.h"
 #include "runner/report/renderers.h"
-#include "runner/stages/check.h"
+#include "runner/engine/check.h"
 
 namespace wb::cli {
 
@@ -27,19 +27,19 @@ Command AddCheckCommand(CLI::App& app) {
   c->add_option("--stages-dir", o->check.stagesDir, "Check the stage file of another stages/ tree");
   c->add_option("--harness", o->check.harness, "Run a prebuilt child executable (used by the workbook's tests)");
   c->add_option("--weights", o->check.weightsPath, "Use another packed weight file");
-  c->add_option("--time-limit", o->check.timeLimitSeconds, "Seconds per case, per call in stage 2 (default: 10, more for long sequences)")
+  c->add_option("--time-limit", o->check.timeLimitSeconds, "Seconds per case, or per call where a case calls your function several times (default: 10, more for long sequences)")
       ->check(CLI::PositiveNumber);
   c->add_option("--memory-limit", o->check.memoryLimitMiB, "MiB your code may allocate (default 1024)")
       ->check(CLI::PositiveNumber);
   return {c, [o]() {
             auto report = RunCheck(o->check, DefaultPaths());
-            if (!report.ok()) return ReportError(report.error().message);
+            if (!report.ok()) return ReportError(report.error());
             const TextStyle style = o->output.empty() ? DetectTextStyle() : TextStyle{};
             const std::string text = o->format == "json"         ? RenderJson(*report)
                                      : o->format == "junit"      ? RenderJunit(*report)
                                      : o->format == "gradescope" ? RenderGradescope(*report)
                                                                  : RenderText(*report, style);
-            if (!Emit(text, o->output)) return ReportError(fmt::format("{}: cannot write the report", o->output));
+            if (!Emit(text, o->output)) return ReportUsageError(fmt::format("{}: cannot write the report", o->output));
             return ExitCodeFor(*report);
           }};
 }

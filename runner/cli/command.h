@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/expected.h"
+
 namespace wb::cli {
 
 struct Command {
@@ -13,12 +15,11 @@ struct Command {
   std::function<int()> run;  // returns the exit status
 };
 
-constexpr int kExitPass = 0;
-constexpr int kExitFail = 1;
-constexpr int kExitBadUsage = 2;
-
-// Prints "workbook: <message>" to stderr and returns kExitBadUsage.
-int ReportError(const std::string& message);
+// Prints "workbook: <message>" to stderr and returns the exit status of its kind
+// (common/expected.h): 2 for bad usage or data, 3 for a failure of the system or the workbook.
+int ReportError(const Error& error);
+// A usage error: prints it and returns 2.
+int ReportUsageError(const std::string& message);
 
 // Writes text to stdout, or to `path` through a temporary file (no half-written report).
 bool Emit(const std::string& text, const std::string& path);

@@ -2,12 +2,13 @@
 // Without a checkpoint it hints at the first one your code gets wrong.
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "command.h"
-#include "runner/stages/check.h"
-#include "runner/stages/hint_state.h"
+#include "runner/engine/check.h"
+#include "hint_state.h"
 #include "runner/stages/stage_table.h"
 
 namespace wb::cli {
@@ -22,21 +23,21 @@ struct HintOptions {
 
 int RunHint(const HintOptions& o) {
   const WorkbookPaths paths = DefaultPaths();
-  auto table = LoadStageTable(paths.sourceRoot + "/data/stages.json");
-  if (!table.ok()) return ReportError(table.error().message);
+  auto table = LoadStageTable(paths.Source("data/stages.json"));
+  if (!table.ok()) return ReportError(table.error());
   const StageInfo* stage = table->Find(o.stage);
   if (stage == nullptr || !stage->available) {
-    return ReportError(fmt::format("stage {} has no hints: it is not in this workbook yet", o.stage));
+    return ReportUsageError(fmt::format("stage {} has no hints: it is not in this workbook yet", o.stage));
   }
   // Where the count of hints shown is kept: the build folder, unless WORKBOOK_HINT_STATE says.
   const char* statePath = std::getenv("WORKBOOK_HINT_STATE");
   auto state = HintState::Load(statePath != nullptr ? statePath : paths.buildRoot + "/hints-shown.json");
-  if (!state.ok()) return ReportError(state.error().message);
+  if (!state.ok()) return ReportError(state.error());
   if (o.reset) {
     state->Reset(o.stage);
-    if (auto saved = state->Save(); !saved.ok()) return ReportError(saved.error().message);
+    if (auto saved = state->Save(); !saved.ok()) return ReportError(saved.error());
     std::printf("The hints of stage %d start over.\n", o.stage);
-    return kExitPass;
+    return wb::kExitPass;
   }
 
   std::string checkpoint = o.checkpoint;
@@ -45,11 +46,11 @@ int RunHint(const HintOptions& o) {
     check.stage = o.stage;
     check.stagesDir = o.stagesDir;
     auto report = RunCheck(check, paths);
-    if (!report.ok()) return ReportError(report.error().message);
+    if (!report.ok()) return ReportError(report.error());
     if (report->status == RunStatus::kCompileError) {
       std::printf("Your %s does not compile yet: `./workbook check %d` shows the compiler's first error.\n",
                   report->source.c_str(), o.stage);
-      return kExitPass;
+      return wb::kExitPass;
     }
     for (const auto& c : report->cases) {
       if (c.firstFailure) {
@@ -59,16 +60,24 @@ int RunHint(const HintOptions& o) {
     }
     if (checkpoint.empty()) {
       std::printf("Every checkpoint of stage %d passes: no hint needed.\n", o.stage);
-      return kExitPass;
+      return wb::kExitPass;
     }
   }
-  const auto hints = stage->hints.find(checkpoint);
+  // A reported name ("step2.attnOut") has the hints of its checkpoint in the table ("attnOut").
+  const std::optional<std::string> base = stage->BaseName(checkpoint);
+  const auto hints = base ? stage->hints.find(*base) : stage->hints.end();
   if (hints == stage->hints.end()) {
     std::string names;
-    for (const auto& n : stage->checkpoints) names += (names.empty() ? "" : ", ") + n;
-    return ReportError(fmt::format("stage {} has no checkpoint '{}'; its checkpoints are {}", o.stage, checkpoint,
-                                   names));
+    for (const auto& n : stage->AllCheckpoints()) names += (names.empty() ? "" : ", ") + n;
+    if (base) {
+      return ReportError(InternalError(fmt::format("data/stages.json has no hints for {} of stage {}: this is a bug "
+                                                   "in the workbook; the lesson explains it: {}",
+                                                   *base, o.stage, stage->lesson)));
+    }
+    return ReportUsageError(fmt::format("stage {} has no checkpoint '{}'; its checkpoints are {}", o.stage, checkpoint,
+                                        names));
   }
+  checkpoint = *base;
   const int total = static_cast<int>(hints->second.size());
   const int already = state->Shown(o.stage, checkpoint);
   const int show = std::min(already + 1, total);
@@ -81,8 +90,8 @@ int RunHint(const HintOptions& o) {
     std::printf("Run the same command again for the next hint.\n");
   }
   state->SetShown(o.stage, checkpoint, show);
-  if (auto saved = state->Save(); !saved.ok()) return ReportError(saved.error().message);
-  return kExitPass;
+  if (auto saved = state->Save(); !saved.ok()) return ReportError(saved.error());
+  return wb::kExitPass;
 }
 
 }  // namespace

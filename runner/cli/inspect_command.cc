@@ -145,7 +145,7 @@ Command AddInspectCommand(CLI::App& app) {
   c->add_flag("--no-config", o->noConfig, "Only dump the file; do not build the model config");
   return {c, [o]() {
             Expected<Dump> dump = DumpModelFile(o->path);
-            if (!dump.ok()) return ReportError(dump.error().message);
+            if (!dump.ok()) return ReportError(dump.error());
             std::string text;
             if (o->noConfig) {
               text = o->format == "json" ? dump->json : dump->text;
@@ -153,8 +153,8 @@ Command AddInspectCommand(CLI::App& app) {
               const ConfigSection config = DescribeModelConfig(o->path);
               text = o->format == "json" ? WithConfigJson(dump->json, config) : dump->text + ConfigText(config);
             }
-            if (!Emit(text, o->output)) return ReportError(fmt::format("{}: cannot write the output", o->output));
-            return kExitPass;
+            if (!Emit(text, o->output)) return ReportUsageError(fmt::format("{}: cannot write the output", o->output));
+            return wb::kExitPass;
           }};
 }
 

@@ -1,37 +1,49 @@
 // `workbook list`: every stage and how far your code gets, on one screen.
+#include <map>
 #include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "command.h"
 #include "runner/report/report.h"
-#include "runner/stages/check.h"
+#include "runner/engine/check.h"
 #include "runner/stages/stage_table.h"
 
 namespace wb::cli {
 namespace {
 
-// A checkpoint counts when it passes in every visible case.
+// A checkpoint of the table counts when it passes in every visible case, in every call
+// that reports it (stage 2's attnOut counts when step1.attnOut, step2.attnOut, ... all pass).
 std::string Progress(const RunReport& report, const StageInfo& stage) {
   if (report.status == RunStatus::kCompileError) return "does not compile (./workbook check shows why)";
-  const size_t total = stage.checkpoints.size();
-  size_t passing = 0;
-  std::string next;
-  for (size_t i = 0; i < total; ++i) {
-    bool everywhere = true;
-    for (const auto& c : report.cases) {
-      everywhere = everywhere && i < c.checkpoints.size() && c.checkpoints[i].status == CheckStatus::kPass;
-    }
-    if (everywhere) {
-      ++passing;
-    } else if (next.empty()) {
-      next = stage.checkpoints[i];
+  const std::vector<std::string> names = stage.AllCheckpoints();
+  std::map<std::string, bool> passes;
+  for (const auto& name : names) passes[name] = !report.cases.empty();
+  for (const auto& c : report.cases) {
+    for (const auto& name : names) {
+      bool reported = false;
+      for (const auto& cp : c.checkpoints) {
+        if (stage.BaseName(cp.name) != name) continue;
+        reported = true;
+        passes[name] = passes[name] && cp.status == CheckStatus::kPass;
+      }
+      passes[name] = passes[name] && reported;
     }
   }
-  std::string bar(total, '.');
-  for (size_t i = 0; i < passing; ++i) bar[i] = '#';
-  std::string line = fmt::format("{:>2} / {:<2} checkpoints  [{}]", passing, total, bar);
-  if (passing == total) return line + "  done";
+  size_t passing = 0;
+  std::string next;
+  std::string bar;
+  for (const auto& name : names) {
+    bar += passes[name] ? '#' : '.';
+    if (passes[name]) {
+      ++passing;
+    } else if (next.empty()) {
+      next = name;
+    }
+  }
+  std::string line = fmt::format("{:>2} / {:<2} checkpoints  [{}]", passing, names.size(), bar);
+  if (passing == names.size()) return line + "  done";
   bool untouched = true;
   for (const auto& c : report.cases) untouched = untouched && c.status == CaseStatus::kNotImplemented;
   return line + (untouched ? "  not started" : fmt::format("  next: {}", next));
@@ -39,8 +51,8 @@ std::string Progress(const RunReport& report, const StageInfo& stage) {
 
 int RunList(const std::string& stagesDir) {
   const WorkbookPaths paths = DefaultPaths();
-  auto table = LoadStageTable(paths.sourceRoot + "/data/stages.json");
-  if (!table.ok()) return ReportError(table.error().message);
+  auto table = LoadStageTable(paths.Source("data/stages.json"));
+  if (!table.ok()) return ReportError(table.error());
   std::printf("Decoder Workbook: your progress\n\n");
   for (const StageInfo& stage : table->stages) {
     std::string status = "coming";
@@ -54,7 +66,7 @@ int RunList(const std::string& stagesDir) {
     std::printf("  %d  %-30s %s\n", stage.number, stage.title.c_str(), status.c_str());
   }
   std::printf("\n./workbook check N checks stage N; ./workbook hint N gives a hint.\n");
-  return kExitPass;
+  return wb::kExitPass;
 }
 
 }  // namespace

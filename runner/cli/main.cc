@@ -1,7 +1,8 @@
 // The workbook's command line. The launcher ./workbook builds the workbook and runs this.
 //
-// Exit status: 0 everything checked passed; 1 a checkpoint failed, or the student's code
-// did not compile, crashed or hung; 2 bad usage or bad data (the message names the file).
+// Exit status (common/expected.h): 0 everything checked passed; 1 a checkpoint failed, or
+// the student's code did not compile, crashed or hung; 2 bad usage or bad data (the message
+// names the file); 3 the system refused something, or a bug in the workbook itself.
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -13,10 +14,12 @@
 
 namespace wb::cli {
 
-int ReportError(const std::string& message) {
-  std::fprintf(stderr, "workbook: %s\n", message.c_str());
-  return kExitBadUsage;
+int ReportError(const Error& error) {
+  std::fprintf(stderr, "workbook: %s\n", error.message.c_str());
+  return ExitStatusOf(error.kind);
 }
+
+int ReportUsageError(const std::string& message) { return ReportError(BadUsage(message)); }
 
 bool Emit(const std::string& text, const std::string& path) {
   if (path.empty()) return std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
@@ -52,10 +55,10 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
-    return kExitBadUsage;
+    return wb::kExitBadInput;
   }
   for (const Command& command : commands) {
     if (command.parser->parsed()) return command.run();
   }
-  return kExitBadUsage;
+  return wb::kExitBadInput;
 }

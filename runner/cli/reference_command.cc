@@ -78,15 +78,15 @@ Command AddReferenceCommand(CLI::App& app) {
   c->add_option("--output", o->output, "Write the JSON to FILE instead of stdout");
   return {c, [o]() {
             auto tokens = ParseTokens(o->tokens);
-            if (!tokens) return ReportError(tokens.error().message);
+            if (!tokens) return ReportError(tokens.error());
             auto source = model::WeightSource::Open(o->model);
-            if (!source) return ReportError(source.error().message);
+            if (!source) return ReportError(source.error());
             auto logits = ref::RunDecoder(*source, *tokens,
                                           o->allLogits ? ref::LogitPositions::kAll : ref::LogitPositions::kLast);
-            if (!logits) return ReportError(logits.error().message);
+            if (!logits) return ReportError(logits.error());
             const std::string text = RenderLogits(o->model, source->config(), *tokens, *logits);
-            if (!Emit(text, o->output)) return ReportError(fmt::format("{}: cannot write the logits", o->output));
-            return kExitPass;
+            if (!Emit(text, o->output)) return ReportUsageError(fmt::format("{}: cannot write the logits", o->output));
+            return wb::kExitPass;
           }};
 }
 

@@ -12,7 +12,7 @@
 
 #include "command.h"
 #include "runner/report/renderers.h"
-#include "runner/stages/check.h"
+#include "runner/engine/check.h"
 #include "runner/stages/stage_table.h"
 #include "runner/watch/file_watcher.h"
 
@@ -29,17 +29,17 @@ struct WatchOptions {
 int RunWatch(const WatchOptions& o) {
   const WorkbookPaths paths = DefaultPaths();
   auto table = LoadStageTable(paths.sourceRoot + "/data/stages.json");
-  if (!table.ok()) return ReportError(table.error().message);
+  if (!table.ok()) return ReportError(table.error());
   const StageInfo* stage = table->Find(o.check.stage);
   if (stage == nullptr || !stage->available) {
-    return ReportError(fmt::format("stage {} is not in this workbook yet", o.check.stage));
+    return ReportUsageError(fmt::format("stage {} is not in this workbook yet", o.check.stage));
   }
   const std::string stagesDir = o.check.stagesDir.empty() ? paths.sourceRoot + "/stages" : o.check.stagesDir;
   const std::string file = fmt::format("{}/{}/{}", stagesDir, stage->dir, stage->file);
   std::unique_ptr<FileWatcher> watcher;
   if (!o.manual) {
     auto watched = FileWatcher::Watch(file, o.poll);
-    if (!watched.ok()) return ReportError(watched.error().message);
+    if (!watched.ok()) return ReportError(watched.error());
     watcher = std::make_unique<FileWatcher>(std::move(*watched));
   }
   const TextStyle style = DetectTextStyle();
@@ -51,12 +51,12 @@ int RunWatch(const WatchOptions& o) {
     } else {
       std::fprintf(stdout, "workbook: %s\n", report.error().message.c_str());
     }
-    if (o.maxRuns > 0 && run >= o.maxRuns) return kExitPass;
+    if (o.maxRuns > 0 && run >= o.maxRuns) return wb::kExitPass;
     if (o.manual) {
       std::printf("\nPress Enter to check again, or q and Enter to stop. ");
       std::fflush(stdout);
       std::string line;
-      if (!std::getline(std::cin, line) || line == "q") return kExitPass;
+      if (!std::getline(std::cin, line) || line == "q") return wb::kExitPass;
       continue;
     }
     std::printf("\nWatching %s for changes (%s); Ctrl-C stops.\n", file.c_str(),

@@ -74,7 +74,6 @@ Comparison Compare(std::span<const float> got, std::span<const double> expected,
           c.hasWorst = true;
           c.worstIndex = i;
           c.worstExpected = e;
-          c.worstGot = g;
         }
       }
     }
@@ -86,7 +85,6 @@ Comparison Compare(std::span<const float> got, std::span<const double> expected,
       c.hasWorst = true;
       c.worstIndex = i;
       c.worstExpected = e;
-      c.worstGot = g;
     }
   }
   return c;

@@ -36,7 +36,6 @@ struct Comparison {
   bool hasWorst = false;
   size_t worstIndex = 0;     // the first unwritten/non-finite element, else the largest excess
   double worstExpected = 0;
-  double worstGot = 0;
   std::vector<size_t> failingSample;  // the first few failing indices, in order
 
   bool pass() const { return failing == 0; }

@@ -3,27 +3,44 @@
 //
 // Contract: the child is linked from the student's stage file, this harness and one
 // stage's CallStage, nothing else (no reference, no solutions, no case definitions).
-// CallStage finds its buffers by name and brackets each call of the stage function with
-// BeginCall/EndCall, so the runner knows which call was running when something went wrong.
+// CallStage binds the region to its stage's call layout (call_layout.h), which checks that
+// the runner laid it out the same way, takes its buffers by enumerator, and brackets each
+// call of the stage function with BeginCall/EndCall, so the runner knows which call was
+// running when something went wrong. A region that does not match is a harness failure:
+// the child stops before any student code runs and the runner reports a workbook bug.
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 
-#include "../isolation/shared_layout.h"
+#include "../isolation/call_layout.h"
 
 namespace wb::harness {
+
+// Stops the child as a harness failure (phase kHarnessFailed, exit kHarnessFailedExit).
+[[noreturn]] void Fail(const char* what);
 
 class Region {
  public:
   Region(shm::Header* header, unsigned char* base) : header_(header), base_(base) {}
 
-  shm::Header& header() { return *header_; }
-  int64_t Param(int i) const { return header_->params[i]; }
-
-  // The data of a named buffer; aborts the child (a runner bug) if it is missing.
-  float* Floats(const char* name);
-  const float* ConstFloats(const char* name) { return Floats(name); }
-  void* Bytes(const char* name);
+  // The region as layout L: fails the harness unless the runner laid it out as L.
+  template <CallLayout L>
+  void Bind() {
+    if (header_->layoutId != L::kId || header_->bufferCount != L::kBufferCount) {
+      Fail("the runner laid out the region for another call layout: rebuild the workbook");
+    }
+  }
+  template <CallLayout L>
+  typename L::Params Params() const {
+    typename L::Params params;
+    std::memcpy(&params, header_->params, sizeof(params));
+    return params;
+  }
+  template <CallLayout L>
+  float* Floats(typename L::Buffer buffer) {
+    return reinterpret_cast<float*>(base_ + header_->buffers[static_cast<uint32_t>(buffer)].dataOffset);
+  }
 
   void BeginCall(unsigned index);
   void EndCall();
@@ -34,7 +51,7 @@ class Region {
   unsigned long long callStart_ = 0;
 };
 
-// Implemented once per stage (stage01_call.cc, ...).
+// Implemented once per stage, in the stage's runner folder (runner/stages/NN-name/).
 void CallStage(Region& region);
 
 }  // namespace wb::harness

@@ -126,22 +126,16 @@ void Protect(const shm::Header& h) {
   }
 }
 
-[[noreturn]] void Fail(const char* what) {
-  std::fprintf(stderr, "workbook harness: %s\n", what);
-  _exit(97);
-}
-
 }  // namespace
 
-void* Region::Bytes(const char* name) {
-  for (uint32_t i = 0; i < header_->bufferCount; ++i) {
-    if (std::strcmp(header_->buffers[i].name, name) == 0) return base_ + header_->buffers[i].dataOffset;
+void Fail(const char* what) {
+  if (g_header != nullptr) {
+    g_header->child.phase = shm::kHarnessFailed;
+    std::snprintf(g_header->child.note, sizeof(g_header->child.note), "%s", what);
   }
-  std::fprintf(stderr, "workbook harness: the runner gave no buffer named %s\n", name);
-  _exit(97);
+  std::fprintf(stderr, "workbook harness: %s\n", what);
+  _exit(shm::kHarnessFailedExit);
 }
-
-float* Region::Floats(const char* name) { return static_cast<float*>(Bytes(name)); }
 
 void Region::BeginCall(unsigned index) {
   header_->child.callIndex = index;
@@ -171,6 +165,7 @@ int main(int argc, char** argv) {
   harness::g_header = static_cast<shm::Header*>(mapped);
   shm::Header& header = *harness::g_header;
   if (header.magic != shm::kMagic || header.version != shm::kVersion) {
+    harness::g_header = nullptr;  // another layout: not even its report is ours to write
     harness::Fail("the shared region has another layout version: rebuild the workbook");
   }
 #ifndef WB_UNDER_ASAN

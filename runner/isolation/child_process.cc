@@ -66,7 +66,7 @@ void Drain(int& fd, CapturedOutput& out, size_t keep) {
   for (int fd = kRegionFd + 1; fd < 1024; ++fd) close(fd);
   char* argv[] = {const_cast<char*>(harness.c_str()), const_cast<char*>(fdArgument.c_str()), nullptr};
   execv(harness.c_str(), argv);
-  _exit(98);  // cannot exec: reported as a harness failure
+  _exit(shm::kExecFailedExit);  // reported as a workbook failure
 }
 
 }  // namespace
@@ -150,10 +150,21 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
     outcome.exitStatus = WEXITSTATUS(status);
     if (outcome.report.phase == shm::kReturned && outcome.exitStatus == 0) {
       outcome.ending = ChildOutcome::Ending::kReturned;
-    } else if (outcome.report.phase >= shm::kReady) {
-      outcome.ending = ChildOutcome::Ending::kExitedEarly;
+    } else if (outcome.report.phase == shm::kHarnessFailed && outcome.exitStatus == shm::kHarnessFailedExit) {
+      // The harness refused the region before any student code was called: the runner and
+      // the harness disagree, which no student file can cause by mistake.
+      const std::string note(outcome.report.note, strnlen(outcome.report.note, sizeof(outcome.report.note)));
+      return InternalError(fmt::format("the child's harness ({}) stopped before calling the stage function: {}. "
+                                       "This is a bug in the workbook, not in your code: rebuild with ./workbook, "
+                                       "and report it if it persists",
+                                       harnessPath, note));
+    } else if (outcome.report.phase == shm::kSpawned && outcome.exitStatus == shm::kExecFailedExit) {
+      return InternalError(fmt::format("cannot execute the child {}: this is a bug in the workbook; rebuild with "
+                                       "./workbook, and report it if it persists",
+                                       harnessPath));
     } else {
-      outcome.ending = ChildOutcome::Ending::kHarnessFailed;
+      // Before the harness was ready, too: a static initializer in the student's file.
+      outcome.ending = ChildOutcome::Ending::kExitedEarly;
     }
   }
   return outcome;

@@ -1,8 +1,9 @@
 // Runs a harness executable in a child process over a shared region, under limits.
 //
-// Contract: RunInChild always returns an outcome for anything the child does (returns,
-// crashes, hangs, exits early, floods its output); an error only when the runner itself
-// cannot start it. The child gets its own process group, so a hang is ended together with
+// Contract: RunInChild always returns an outcome for anything the student's code does
+// (returns, crashes, hangs, exits early, floods its output); an error only when the runner
+// itself cannot start it (kSystem) or the child's harness refuses the region (kInternal: a
+// bug in the workbook, never blamed on the student). The child gets its own process group, so a hang is ended together with
 // anything it forked. Its stdout and stderr are kept trimmed: the head and the tail.
 #pragma once
 
@@ -37,7 +38,6 @@ struct ChildOutcome {
     kSignal,         // killed by a signal it raised (segfault, abort, FPE, ...)
     kTimeLimit,      // still running at the wall-clock limit; killed
     kExitedEarly,    // exited (any status) before the stage function returned
-    kHarnessFailed,  // the harness could not set itself up (a runner problem)
   };
   Ending ending = Ending::kReturned;
   int signal = 0;

@@ -8,6 +8,11 @@
 // it lands short of the guard page before. Output buffers are filled with kPoisonWord
 // before the call: an element still holding it was never written.
 //
+// Which buffer is which, and what the parameters are, is a stage's typed call layout
+// (call_layout.h): slot i is the layout's buffer i, and the parameters are the layout's
+// Params struct, stored in the header's params bytes. The child checks the layout's id and
+// buffer count before it calls anything, so both sides agree or the call does not happen.
+//
 // The child writes only ChildReport (and the output buffers); the runner reads it after
 // the child ends, whatever the way it ended. Both sides compile this header; it holds
 // plain data only, so it means the same bytes on both sides.
@@ -18,10 +23,10 @@
 namespace wb::shm {
 
 constexpr uint64_t kMagic = 0x3147455242574257ull;  // "WBWBREG1" read little-endian
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr int kMaxBuffers = 512;
 constexpr int kNameBytes = 40;
-constexpr int kMaxParams = 32;
+constexpr int kParamBytes = 256;
 
 // A signalling NaN with a recognisable payload. Copying it keeps its bits; any arithmetic
 // on it returns a quiet NaN (0x7FC0DEAD), which tells "computed from an element that was
@@ -30,10 +35,15 @@ constexpr uint32_t kPoisonWord = 0x7F80DEADu;
 constexpr uint32_t kPoisonQuietedWord = 0x7FC0DEADu;
 constexpr unsigned char kCanaryByte = 0xA5;
 
+// Exit statuses of a child that never got to call student code: the harness refused the
+// region (with phase kHarnessFailed and a note), or the harness could not be executed.
+constexpr int kHarnessFailedExit = 97;
+constexpr int kExecFailedExit = 98;
+
 enum Access : uint32_t { kReadOnly = 1, kWritable = 2 };
 
 struct BufferSlot {
-  char name[kNameBytes];     // NUL-terminated, e.g. "q" or "step2.q"
+  char name[kNameBytes];     // NUL-terminated: the layout's name for it, e.g. "q"
   uint64_t guardBefore;      // offset of the guard page in front
   uint64_t regionBegin;      // first page of the buffer's own pages
   uint64_t dataOffset;       // first byte of the data; dataOffset + dataBytes == guardAfter
@@ -49,6 +59,7 @@ enum Phase : uint32_t {
   kReady = 1,     // region mapped and protected, handlers installed
   kCalling = 2,   // inside the stage function
   kReturned = 3,  // every call returned
+  kHarnessFailed = 4,  // the harness itself refused to go on (a bug in the workbook)
 };
 
 struct ChildReport {
@@ -70,9 +81,9 @@ struct Header {
   uint32_t version;
   uint32_t pageSize;
   uint64_t totalBytes;
-  int32_t stage;
+  uint32_t layoutId;   // the call layout the buffers and params follow (call_layout.h)
   uint32_t bufferCount;
-  int64_t params[kMaxParams];  // stage-specific: params[0] is T for stage 1
+  alignas(8) unsigned char params[kParamBytes];  // the layout's Params struct
   uint64_t memoryLimitBytes;   // the child applies it to itself (0: none)
   BufferSlot buffers[kMaxBuffers];
   ChildReport child;

@@ -16,7 +16,7 @@ size_t RoundUp(size_t n, size_t page) { return (n + page - 1) / page * page; }
 
 }  // namespace
 
-Expected<SharedRegion> SharedRegion::Create(int stage, std::span<const BufferSpec> buffers) {
+Expected<SharedRegion> SharedRegion::CreateSlots(uint32_t layoutId, std::span<const BufferSpec> buffers) {
   if (buffers.size() > static_cast<size_t>(shm::kMaxBuffers)) {
     return InternalError(fmt::format("{} buffers exceed the region's {} slots", buffers.size(), shm::kMaxBuffers));
   }
@@ -26,12 +26,13 @@ Expected<SharedRegion> SharedRegion::Create(int stage, std::span<const BufferSpe
   std::vector<shm::BufferSlot> slots(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BufferSpec& b = buffers[i];
-    if (b.name.size() >= static_cast<size_t>(shm::kNameBytes)) {
+    const size_t nameBytes = std::strlen(b.name);
+    if (nameBytes >= static_cast<size_t>(shm::kNameBytes)) {
       return InternalError(fmt::format("buffer name '{}' is too long", b.name));
     }
     shm::BufferSlot& s = slots[i];
     std::memset(&s, 0, sizeof(s));
-    std::memcpy(s.name, b.name.data(), b.name.size());
+    std::memcpy(s.name, b.name, nameBytes);
     s.guardBefore = at;
     s.regionBegin = at + page;
     const size_t dataPages = RoundUp(b.bytes == 0 ? 1 : b.bytes, page);
@@ -62,7 +63,7 @@ Expected<SharedRegion> SharedRegion::Create(int stage, std::span<const BufferSpe
   h.version = shm::kVersion;
   h.pageSize = static_cast<uint32_t>(page);
   h.totalBytes = total;
-  h.stage = stage;
+  h.layoutId = layoutId;
   h.bufferCount = static_cast<uint32_t>(slots.size());
   for (size_t i = 0; i < slots.size(); ++i) h.buffers[i] = slots[i];
   return region;
@@ -97,23 +98,9 @@ void SharedRegion::Release() {
   fd_ = -1;
 }
 
-const shm::BufferSlot* SharedRegion::Slot(std::string_view name) const {
-  const shm::Header& h = header();
-  for (uint32_t i = 0; i < h.bufferCount; ++i) {
-    if (name == h.buffers[i].name) return &h.buffers[i];
-  }
-  return nullptr;
-}
-
-std::span<std::byte> SharedRegion::Bytes(std::string_view name) {
-  const shm::BufferSlot* s = Slot(name);
-  if (s == nullptr) return {};
-  return {reinterpret_cast<std::byte*>(base_ + s->dataOffset), s->dataBytes};
-}
-
-std::span<float> SharedRegion::Floats(std::string_view name) {
-  auto bytes = Bytes(name);
-  return {reinterpret_cast<float*>(bytes.data()), bytes.size() / sizeof(float)};
+std::span<float> SharedRegion::SlotFloats(uint32_t slot) {
+  const shm::BufferSlot& s = header().buffers[slot];
+  return {reinterpret_cast<float*>(base_ + s.dataOffset), s.dataBytes / sizeof(float)};
 }
 
 void SharedRegion::PoisonOutputs() {

@@ -1,25 +1,29 @@
 // The runner's side of the shared region (layout in shared_layout.h).
 //
-// Contract: Create lays out the buffers, each in its own pages between two guard pages,
-// and returns a region whose memfd the child maps. The runner fills inputs, calls
-// PoisonOutputs, runs the child, then reads the outputs back and asks Locate where a
-// faulting address fell and CanaryDamage whether a write landed in front of a buffer.
+// Contract: Create<Layout> lays out a call layout's buffers (call_layout.h), each in its
+// own pages between two guard pages, and returns a region whose memfd the child maps. The
+// runner fills inputs and the layout's Params, calls PoisonOutputs, runs the child, then
+// reads the outputs back and asks Locate where a faulting address fell and CanaryDamage
+// whether a write landed in front of a buffer.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "../../common/expected.h"
+#include "call_layout.h"
 #include "shared_layout.h"
 
 namespace wb {
 
-struct BufferSpec {
-  std::string name;
-  size_t bytes = 0;
+// One buffer of a region: its size and whether the child may write it.
+struct BufferSize {
+  size_t floats = 0;
   shm::Access access = shm::kReadOnly;
 };
 
@@ -33,7 +37,12 @@ struct RegionLocation {
 
 class SharedRegion {
  public:
-  static Expected<SharedRegion> Create(int stage, std::span<const BufferSpec> buffers);
+  template <CallLayout L>
+  static Expected<SharedRegion> Create(const std::array<BufferSize, L::kBufferCount>& sizes) {
+    std::array<BufferSpec, L::kBufferCount> specs;
+    for (uint32_t i = 0; i < L::kBufferCount; ++i) specs[i] = {L::kNames[i], sizes[i].floats * sizeof(float), sizes[i].access};
+    return CreateSlots(L::kId, specs);
+  }
   SharedRegion(SharedRegion&& other) noexcept;
   SharedRegion& operator=(SharedRegion&& other) noexcept;
   SharedRegion(const SharedRegion&) = delete;
@@ -44,9 +53,16 @@ class SharedRegion {
   shm::Header& header() { return *reinterpret_cast<shm::Header*>(base_); }
   const shm::Header& header() const { return *reinterpret_cast<const shm::Header*>(base_); }
 
-  const shm::BufferSlot* Slot(std::string_view name) const;
-  std::span<std::byte> Bytes(std::string_view name);
-  std::span<float> Floats(std::string_view name);
+  // A buffer of the layout, as floats.
+  template <CallLayout L>
+  std::span<float> Floats(typename L::Buffer buffer) {
+    return SlotFloats(static_cast<uint32_t>(buffer));
+  }
+  template <CallLayout L>
+  void SetParams(const typename L::Params& params) {
+    std::memcpy(header().params, &params, sizeof(params));
+  }
+  std::span<float> SlotFloats(uint32_t slot);
 
   // Fills every writable buffer with kPoisonWord and every slack with kCanaryByte, and
   // resets the child's report.
@@ -57,6 +73,12 @@ class SharedRegion {
   RegionLocation Locate(uint64_t offset) const;
 
  private:
+  struct BufferSpec {
+    const char* name = "";
+    size_t bytes = 0;
+    shm::Access access = shm::kReadOnly;
+  };
+  static Expected<SharedRegion> CreateSlots(uint32_t layoutId, std::span<const BufferSpec> buffers);
   SharedRegion(int fd, unsigned char* base, size_t bytes) : fd_(fd), base_(base), bytes_(bytes) {}
   void Release();
 

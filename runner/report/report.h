@@ -2,8 +2,9 @@
 //
 // Contract: the stage drivers fill it; the renderers (text, JSON; JUnit and Gradescope
 // build on the same model) only print it. A hidden case's expected values, inputs, worst
-// element, samples, diagnosis and the child's output are never put into the model in the
-// first place (see Redact), so no renderer can leak them.
+// element, samples, diagnosis and the child's output are removed from the model (Redact)
+// by RunCase (runner/engine/check.h) as soon as its driver returns, before the report
+// reaches a renderer or any other code, so no renderer and no driver can leak them.
 #pragma once
 
 #include <optional>

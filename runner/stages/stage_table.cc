@@ -1,13 +1,69 @@
 #include "stage_table.h"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace wb {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kCheckpointField = "{checkpoint}";
+constexpr const char* kCallField = "{call}";
+
+void ReplaceAll(std::string& text, const std::string& field, const std::string& value) {
+  for (size_t at = text.find(field); at != std::string::npos; at = text.find(field, at + value.size())) {
+    text.replace(at, field.size(), value);
+  }
+}
+
+// Whether `text` is `pattern` with {call} standing for a positive number.
+bool MatchesCallPattern(const std::string& text, const std::string& pattern) {
+  const size_t at = pattern.find(kCallField);
+  if (at == std::string::npos) return text == pattern;
+  const std::string before = pattern.substr(0, at);
+  const std::string after = pattern.substr(at + std::string(kCallField).size());
+  if (text.size() <= before.size() + after.size() || text.compare(0, before.size(), before) != 0 ||
+      text.compare(text.size() - after.size(), after.size(), after) != 0) {
+    return false;
+  }
+  const std::string digits = text.substr(before.size(), text.size() - before.size() - after.size());
+  return std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }) &&
+         digits[0] != '0';
+}
+
+}  // namespace
+
+std::string StageInfo::Reported(const std::string& name, int call) const {
+  std::string text = reportedAs;
+  ReplaceAll(text, kCallField, std::to_string(call));
+  ReplaceAll(text, kCheckpointField, name);
+  return text;
+}
+
+std::optional<std::string> StageInfo::BaseName(const std::string& reported) const {
+  for (const auto& name : caseCheckpoints) {
+    if (reported == name) return name;
+  }
+  for (const auto& name : checkpoints) {
+    std::string pattern = reportedAs;
+    ReplaceAll(pattern, kCheckpointField, name);
+    if (MatchesCallPattern(reported, pattern)) return name;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> StageInfo::AllCheckpoints() const {
+  std::vector<std::string> all = checkpoints;
+  all.insert(all.end(), caseCheckpoints.begin(), caseCheckpoints.end());
+  return all;
+}
 
 const StageInfo* StageTable::Find(int number) const {
   for (const auto& s : stages) {
@@ -23,8 +79,12 @@ const StageInfo* StageTable::Next(int number) const {
   return nullptr;  // the last stage
 }
 
+std::string StageTable::Numbers() const {
+  if (stages.empty()) return "none";
+  return fmt::format("{} to {}", stages.front().number, stages.back().number);
+}
+
 Expected<StageTable> ParseStageTable(const std::string& text, const std::string& path) {
-  using nlohmann::json;
   auto fail = [&path](const std::string& what) { return BadData(fmt::format("{}: {}", path, what)); };
   json root;
   try {
@@ -38,48 +98,92 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
   }
   table.version = 1;
   if (!root.contains("stages") || !root["stages"].is_array()) return fail("field 'stages' must be an array");
-  auto text_of = [](const json& o, const char* key) {
-    return o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : std::string();
-  };
   for (size_t i = 0; i < root["stages"].size(); ++i) {
     const json& s = root["stages"][i];
-    StageInfo info;
+    const std::string at = fmt::format("stages[{}]", i);
     if (!s.is_object() || !s.contains("number") || !s["number"].is_number_integer()) {
-      return fail(fmt::format("stages[{}].number must be an integer", i));
+      return fail(fmt::format("{}.number must be an integer", at));
     }
+    static const std::set<std::string> kKnown = {
+        "number", "dir", "file", "function", "title", "lesson", "visible", "hidden_example", "case_length",
+        "checkpoints", "case_checkpoints", "reported_as", "compile_flags", "bench", "planted", "planted_timeout",
+        "hints", "available"};
+    for (const auto& [key, value] : s.items()) {
+      if (!kKnown.count(key)) return fail(fmt::format("{}: unknown field '{}'", at, key));
+    }
+    StageInfo info;
     info.number = s["number"].get<int>();
-    info.dir = text_of(s, "dir");
-    info.file = text_of(s, "file");
-    info.function = text_of(s, "function");
-    info.title = text_of(s, "title");
-    info.lesson = text_of(s, "lesson");
-    info.visible = text_of(s, "visible");
-    info.hiddenExample = text_of(s, "hidden_example");
-    info.available = s.value("available", false);
-    if (s.contains("checkpoints")) {
-      for (const auto& c : s["checkpoints"]) {
-        if (!c.is_string()) return fail(fmt::format("stages[{}].checkpoints must hold names", i));
-        info.checkpoints.push_back(c.get<std::string>());
-      }
+    if (!table.stages.empty() && info.number <= table.stages.back().number) {
+      return fail(fmt::format("{}.number is {}: stages are listed in increasing order", at, info.number));
     }
+    auto text_of = [&](const char* key, std::string& into) -> Status {
+      if (!s.contains(key)) return Status::Ok();
+      if (!s[key].is_string()) return fail(fmt::format("{}.{} must be a string", at, key));
+      into = s[key].get<std::string>();
+      return Status::Ok();
+    };
+    auto names_of = [&](const char* key, std::vector<std::string>& into) -> Status {
+      if (!s.contains(key)) return Status::Ok();
+      if (!s[key].is_array()) return fail(fmt::format("{}.{} must be a list of names", at, key));
+      for (const auto& c : s[key]) {
+        if (!c.is_string()) return fail(fmt::format("{}.{} must be a list of names", at, key));
+        into.push_back(c.get<std::string>());
+      }
+      return Status::Ok();
+    };
+    std::string caseLength = "T";
+    for (const auto& [key, into] : std::initializer_list<std::pair<const char*, std::string*>>{
+             {"dir", &info.dir}, {"file", &info.file}, {"function", &info.function}, {"title", &info.title},
+             {"lesson", &info.lesson}, {"visible", &info.visible}, {"hidden_example", &info.hiddenExample},
+             {"reported_as", &info.reportedAs}, {"bench", &info.bench}, {"planted", &info.planted},
+             {"case_length", &caseLength}}) {
+      if (auto read = text_of(key, *into); !read.ok()) return read.error();
+    }
+    for (const auto& [key, into] : std::initializer_list<std::pair<const char*, std::vector<std::string>*>>{
+             {"checkpoints", &info.checkpoints}, {"case_checkpoints", &info.caseCheckpoints},
+             {"compile_flags", &info.compileFlags}}) {
+      if (auto read = names_of(key, *into); !read.ok()) return read.error();
+    }
+    if (caseLength != "T" && caseLength != "steps") {
+      return fail(fmt::format("{}.case_length is '{}'; it must be \"T\" or \"steps\"", at, caseLength));
+    }
+    info.caseLength = caseLength == "T" ? CaseLength::kTokens : CaseLength::kSteps;
+    if (info.reportedAs.find(kCheckpointField) == std::string::npos) {
+      return fail(fmt::format("{}.reported_as must contain {}", at, kCheckpointField));
+    }
+    if (s.contains("planted_timeout")) {
+      if (!s["planted_timeout"].is_number_integer() || s["planted_timeout"].get<int>() < 1) {
+        return fail(fmt::format("{}.planted_timeout must be a positive number of seconds", at));
+      }
+      info.plantedTimeout = s["planted_timeout"].get<int>();
+    }
+    if (s.contains("available")) {
+      if (!s["available"].is_boolean()) return fail(fmt::format("{}.available must be true or false", at));
+      info.available = s["available"].get<bool>();
+    }
+    const std::vector<std::string> all = info.AllCheckpoints();
     if (s.contains("hints")) {
-      if (!s["hints"].is_object()) return fail(fmt::format("stages[{}].hints must map checkpoints to lists", i));
+      if (!s["hints"].is_object()) return fail(fmt::format("{}.hints must map checkpoints to lists", at));
       for (const auto& [checkpoint, list] : s["hints"].items()) {
-        if (std::find(info.checkpoints.begin(), info.checkpoints.end(), checkpoint) == info.checkpoints.end()) {
-          return fail(fmt::format("stages[{}].hints names '{}', which is not one of its checkpoints", i, checkpoint));
+        if (std::find(all.begin(), all.end(), checkpoint) == all.end()) {
+          return fail(fmt::format("{}.hints names '{}', which is not one of its checkpoints", at, checkpoint));
         }
         if (!list.is_array() || list.empty()) {
-          return fail(fmt::format("stages[{}].hints.{} must be a non-empty list of hints", i, checkpoint));
+          return fail(fmt::format("{}.hints.{} must be a non-empty list of hints", at, checkpoint));
         }
         for (const auto& hint : list) {
-          if (!hint.is_string()) return fail(fmt::format("stages[{}].hints.{} must hold text", i, checkpoint));
+          if (!hint.is_string()) return fail(fmt::format("{}.hints.{} must hold text", at, checkpoint));
           info.hints[checkpoint].push_back(hint.get<std::string>());
         }
       }
     }
-    if (info.dir.empty() || info.title.empty()) return fail(fmt::format("stages[{}] needs 'dir' and 'title'", i));
-    if (info.available && (info.file.empty() || info.visible.empty() || info.checkpoints.empty())) {
-      return fail(fmt::format("stages[{}] is available but lacks 'file', 'visible' or 'checkpoints'", i));
+    if (info.dir.empty() || info.title.empty() || info.lesson.empty()) {
+      return fail(fmt::format("{} needs 'dir', 'title' and 'lesson'", at));
+    }
+    if (info.available && (info.file.empty() || info.function.empty() || info.visible.empty() ||
+                           info.hiddenExample.empty() || info.checkpoints.empty() || info.planted.empty())) {
+      return fail(fmt::format("{} is available but lacks 'file', 'function', 'visible', 'hidden_example', "
+                              "'checkpoints' or 'planted'", at));
     }
     table.stages.push_back(std::move(info));
   }

@@ -1,8 +1,21 @@
-// The stage table (data/stages.json): the one place that says which stages exist, where
-// their files, lessons and suites are, and which checkpoints each has, in order.
+// The stage table (data/stages.json): the one list of stages. The build, the driver table,
+// the planted-bug suites, `list`, `hint`, the docs tables and the site's nav are derived
+// from it or checked against it (tests/course), so a stage is one row plus its folders.
+//
+// A row (every field but number, dir, title, lesson and available is for available stages):
+//   number, dir ("01-block": its folder in stages/, solutions/, runner/stages/, docs/stages/
+//   as the lesson), file, function, title, lesson, visible, hidden_example (case files),
+//   case_length ("T": one call of T tokens, or "steps": tokens per call),
+//   checkpoints (per call, in dependency order), case_checkpoints (once per case, after the
+//   calls), reported_as (how a per-call checkpoint is named in reports: "{checkpoint}" or
+//   "step{call}.{checkpoint}"), compile_flags (what student code and the solution are
+//   compiled with, besides the language and warnings), bench (what `bench N` measures, or
+//   absent), planted (the folder of planted bugs) with planted_timeout (seconds per bug),
+//   hints (per checkpoint, gentlest first).
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,18 +23,35 @@
 
 namespace wb {
 
+enum class CaseLength { kTokens, kSteps };
+
 struct StageInfo {
   int number = 0;
-  std::string dir;       // "01-block": the folder under stages/ and solutions/
+  std::string dir;       // "01-block"
   std::string file;      // "block.cc"
   std::string function;  // "decoder_block"
   std::string title;
   std::string lesson;    // relative to the workbook root
   std::string visible;   // relative to the workbook root
   std::string hiddenExample;
-  std::vector<std::string> checkpoints;
+  CaseLength caseLength = CaseLength::kTokens;
+  std::vector<std::string> checkpoints;      // per call
+  std::vector<std::string> caseCheckpoints;  // once per case
+  std::string reportedAs = "{checkpoint}";
+  std::vector<std::string> compileFlags;
+  std::string bench;     // what the benchmark measures; "" when there is none
+  std::string planted;   // folder of .bug files, relative to the workbook root
+  int plantedTimeout = 120;
   std::map<std::string, std::vector<std::string>> hints;  // per checkpoint, gentlest first
   bool available = false;
+
+  // The reported name of checkpoint `name` in call `call` (1-based).
+  std::string Reported(const std::string& name, int call) const;
+  // The table's name of a reported checkpoint ("step2.attnOut" -> "attnOut"); nullopt when
+  // it is none of this stage's.
+  std::optional<std::string> BaseName(const std::string& reported) const;
+  // Every checkpoint name, per call and per case, in order.
+  std::vector<std::string> AllCheckpoints() const;
 };
 
 struct StageTable {
@@ -30,6 +60,7 @@ struct StageTable {
 
   const StageInfo* Find(int number) const;
   const StageInfo* Next(int number) const;  // the stage after `number`, available or not
+  std::string Numbers() const;              // "1 to 5", for messages
 };
 
 Expected<StageTable> ParseStageTable(const std::string& text, const std::string& pathForMessages);

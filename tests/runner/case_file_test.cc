@@ -8,8 +8,22 @@
 
 namespace {
 
+// A stage table shaped like the workbook's: stage 1 takes "T", stage 2 "steps", 3 to 5 are coming.
+const wb::StageTable& Stages() {
+  static const wb::StageTable table = wb::ParseStageTable(R"({"version": 1, "stages": [
+      {"number": 1, "dir": "01-a", "title": "a", "lesson": "a.md", "available": true, "file": "a.cc",
+       "function": "a", "visible": "v.json", "hidden_example": "h.json", "checkpoints": ["x"], "planted": "p"},
+      {"number": 2, "dir": "02-b", "title": "b", "lesson": "b.md", "available": true, "file": "b.cc",
+       "function": "b", "visible": "v.json", "hidden_example": "h.json", "checkpoints": ["x"], "planted": "p",
+       "case_length": "steps"},
+      {"number": 3, "dir": "03-c", "title": "c", "lesson": "c.md"},
+      {"number": 4, "dir": "04-d", "title": "d", "lesson": "d.md"},
+      {"number": 5, "dir": "05-e", "title": "e", "lesson": "e.md"}]})", "stages.json").value();
+  return table;
+}
+
 std::string Refusal(const std::string& text) {
-  auto parsed = wb::ParseCaseFile(text, "suite.json");
+  auto parsed = wb::ParseCaseFile(text, "suite.json", Stages());
   REQUIRE(!parsed.ok());
   CHECK(parsed.error().kind == wb::ErrorKind::kBadData);
   return parsed.error().message;
@@ -20,7 +34,7 @@ std::string Refusal(const std::string& text) {
 TEST_CASE("a stage-1 case file with defaults") {
   auto parsed = wb::ParseCaseFile(R"({"stage": 1, "cases": [{"name": "a", "T": 4, "seed": 1},
       {"name": "b", "T": 1, "seed": 2, "x_scale": 0.5, "w_scale": 8, "hidden": true, "points": 2}]})",
-                                  "suite.json");
+                                  "suite.json", Stages());
   REQUIRE(parsed.ok());
   CHECK(parsed->stage == 1);
   REQUIRE(parsed->cases.size() == 2);
@@ -35,7 +49,7 @@ TEST_CASE("a stage-1 case file with defaults") {
 }
 
 TEST_CASE("a stage-2 case gives steps") {
-  auto parsed = wb::ParseCaseFile(R"({"stage": 2, "cases": [{"name": "p", "steps": [5, 1, 1], "seed": 3}]})", "s.json");
+  auto parsed = wb::ParseCaseFile(R"({"stage": 2, "cases": [{"name": "p", "steps": [5, 1, 1], "seed": 3}]})", "s.json", Stages());
   REQUIRE(parsed.ok());
   CHECK(parsed->cases[0].steps == std::vector<int>{5, 1, 1});
   CHECK(parsed->cases[0].Tokens() == 7);
@@ -59,7 +73,7 @@ TEST_CASE("refusals name the file and the field") {
   CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "T": 4, "seed": 1}, {"name": "a", "T": 4, "seed": 2}]})") ==
         "suite.json: cases[1].name 'a' is used twice");
   CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "steps": [1], "seed": 1}]})") ==
-        "suite.json: cases[0] ('a'): 'steps' is for stage 2; stage 1 cases give 'T'");
+        "suite.json: cases[0] ('a'): stage 1 cases give 'T', not 'steps'");
   CHECK(Refusal(R"({"stage": 2, "cases": [{"name": "a", "steps": [4, 0], "seed": 1}]})") ==
         "suite.json: cases[0] ('a').steps[1] must be a positive integer");
   CHECK(Refusal(R"({"stage": 2, "cases": [{"name": "a", "steps": [4000, 100], "seed": 1}]})") ==
@@ -69,7 +83,7 @@ TEST_CASE("refusals name the file and the field") {
 }
 
 TEST_CASE("a missing case file is a usage error naming it") {
-  auto loaded = wb::LoadCaseFile("/nonexistent/suite.json");
+  auto loaded = wb::LoadCaseFile("/nonexistent/suite.json", Stages());
   REQUIRE(!loaded.ok());
   CHECK(loaded.error().kind == wb::ErrorKind::kBadUsage);
   CHECK(loaded.error().message == "/nonexistent/suite.json: cannot open the case file");

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "run_command.h"
-#include "runner/diagnose/decode_misconceptions.h"
+#include "runner/stages/02-kv-cache/decode_misconceptions.h"
 #include "runner/stages/stage_table.h"
 
 namespace {
@@ -46,7 +46,7 @@ TEST_CASE("every stage-2 misconception links to a heading of the stage-2 lesson"
   const auto anchors = Anchors(wbtest::Source("docs/stages/02-kv-cache.md"));
   REQUIRE(!anchors.empty());
   std::set<std::string> ids;
-  for (const auto& m : wb::DecodeMisconceptions()) {
+  for (const auto& m : wb::stage02::DecodeMisconceptions()) {
     CAPTURE(m.id);
     CHECK(anchors.count(std::string(m.lessonAnchor)) == 1);
     CHECK(ids.insert(std::string(m.id)).second);
@@ -64,21 +64,8 @@ TEST_CASE("every stage-2 misconception is named by a planted bug") {
       if (line.rfind("misconception: ", 0) == 0) planted.insert(line.substr(15));
     }
   }
-  for (const auto& m : wb::DecodeMisconceptions()) {
+  for (const auto& m : wb::stage02::DecodeMisconceptions()) {
     CAPTURE(m.id);
     CHECK(planted.count(std::string(m.id)) == 1);
-  }
-}
-
-TEST_CASE("the stage table makes stage 2 available with the nine buffers a call checks") {
-  auto table = wb::LoadStageTable(wbtest::Source("data/stages.json"));
-  REQUIRE(table.ok());
-  const wb::StageInfo* two = table->Find(2);
-  REQUIRE(two != nullptr);
-  CHECK(two->available);
-  CHECK(two->function == "decoder_step");
-  REQUIRE(two->checkpoints.size() == static_cast<size_t>(ref::kCheckpointCount));
-  for (int i = 0; i < ref::kCheckpointCount; ++i) {
-    CHECK(two->checkpoints[i] == ref::CheckpointName(ref::kCheckpointOrder[i]));
   }
 }

@@ -1,46 +1,62 @@
-// The stage table: it parses, names files that exist, and lists the reference's
-// checkpoints in the reference's order.
+// The stage table's parser: how a row names its checkpoints, and the exact message of each
+// refusal. That the workbook's own table agrees with the tree is the course self-check's
+// (tests/course/course_check.cc).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
-#include <filesystem>
 #include <string>
 
-#include "reference/block/block.h"
-#include "runner/cases/case_file.h"
 #include "runner/stages/stage_table.h"
-#include "run_command.h"
 
-TEST_CASE("data/stages.json is consistent with the tree and the reference") {
-  auto table = wb::LoadStageTable(wbtest::Source("data/stages.json"));
+namespace {
+
+std::string Refusal(const std::string& stages) {
+  auto parsed = wb::ParseStageTable(R"({"version": 1, "stages": [)" + stages + "]}", "t.json");
+  REQUIRE(!parsed.ok());
+  CHECK(parsed.error().kind == wb::ErrorKind::kBadData);
+  return parsed.error().message;
+}
+
+const char* kRow = R"({"number": 2, "dir": "02-x", "title": "X", "lesson": "x.md", "available": true,
+    "file": "x.cc", "function": "x", "visible": "v.json", "hidden_example": "h.json", "planted": "p",
+    "case_length": "steps", "reported_as": "step{call}.{checkpoint}", "checkpoints": ["norm1", "attnOut"],
+    "case_checkpoints": ["sameAsPrefill"], "hints": {"attnOut": ["look at the cache"]}})";
+
+}  // namespace
+
+TEST_CASE("a row names its checkpoints as reported, and maps a reported name back") {
+  auto table = wb::ParseStageTable(std::string(R"({"version": 1, "stages": [)") + kRow + "]}", "t.json");
   REQUIRE(table.ok());
-  REQUIRE(table->stages.size() == 5);
-  for (int i = 0; i < 5; ++i) CHECK(table->stages[i].number == i + 1);
-  const wb::StageInfo* one = table->Find(1);
-  REQUIRE(one != nullptr);
-  REQUIRE(one->available);
-  REQUIRE(one->checkpoints.size() == static_cast<size_t>(ref::kCheckpointCount));
-  for (int i = 0; i < ref::kCheckpointCount; ++i) {
-    CHECK(one->checkpoints[i] == ref::CheckpointName(ref::kCheckpointOrder[i]));
-  }
-  for (const auto& stage : table->stages) {
-    if (!stage.available) continue;
-    CAPTURE(stage.number);
-    CHECK(std::filesystem::exists(wbtest::Source("stages/" + stage.dir + "/" + stage.file)));
-    CHECK(std::filesystem::exists(wbtest::Source("solutions/" + stage.dir + "/" + stage.file)));
-    CHECK(std::filesystem::exists(wbtest::Source(stage.lesson)));
-    for (const auto& suite : {stage.visible, stage.hiddenExample}) {
-      auto cases = wb::LoadCaseFile(wbtest::Source(suite));
-      REQUIRE(cases.ok());
-      CHECK(cases->stage == stage.number);
-    }
-  }
+  const wb::StageInfo& stage = table->stages.at(0);
+  CHECK(stage.caseLength == wb::CaseLength::kSteps);
+  CHECK(stage.Reported("attnOut", 3) == "step3.attnOut");
+  CHECK(stage.BaseName("step3.attnOut") == "attnOut");
+  CHECK(stage.BaseName("step12.norm1") == "norm1");
+  CHECK(stage.BaseName("sameAsPrefill") == "sameAsPrefill");
+  CHECK(!stage.BaseName("attnOut").has_value());       // a per-call checkpoint is always numbered
+  CHECK(!stage.BaseName("step0.attnOut").has_value());  // calls count from 1
+  CHECK(!stage.BaseName("stepx.attnOut").has_value());
+  CHECK(!stage.BaseName("step1.k").has_value());
+  CHECK(stage.AllCheckpoints() == std::vector<std::string>{"norm1", "attnOut", "sameAsPrefill"});
+  CHECK(table->Numbers() == "2 to 2");
 }
 
 TEST_CASE("the table's own refusals") {
   CHECK(wb::ParseStageTable(R"({"version": 2, "stages": []})", "t.json").error().message ==
         "t.json: field 'version' must be 1");
-  CHECK(wb::ParseStageTable(R"({"version": 1, "stages": [{"number": 1, "dir": "x", "title": "y", "available": true}]})",
-                            "t.json").error().message ==
-        "t.json: stages[0] is available but lacks 'file', 'visible' or 'checkpoints'");
+  CHECK(Refusal(R"({"number": 1, "dir": "x", "title": "y", "lesson": "l.md", "available": true})") ==
+        "t.json: stages[0] is available but lacks 'file', 'function', 'visible', 'hidden_example', 'checkpoints' "
+        "or 'planted'");
+  CHECK(Refusal(R"({"number": 1, "dir": "x", "title": "y", "lesson": "l.md", "colour": "red"})") ==
+        "t.json: stages[0]: unknown field 'colour'");
+  CHECK(Refusal(R"({"number": 2, "dir": "x", "title": "y", "lesson": "l.md"},
+                   {"number": 1, "dir": "x", "title": "y", "lesson": "l.md"})") ==
+        "t.json: stages[1].number is 1: stages are listed in increasing order");
+  CHECK(Refusal(R"({"number": 1, "dir": "x", "title": "y", "lesson": "l.md", "case_length": "tokens"})") ==
+        "t.json: stages[0].case_length is 'tokens'; it must be \"T\" or \"steps\"");
+  CHECK(Refusal(R"({"number": 1, "dir": "x", "title": "y", "lesson": "l.md", "reported_as": "step{call}"})") ==
+        "t.json: stages[0].reported_as must contain {checkpoint}");
+  CHECK(Refusal(R"({"number": 1, "dir": "x", "title": "y", "lesson": "l.md", "checkpoints": ["q"],
+                    "hints": {"k": ["a hint"]}})") ==
+        "t.json: stages[0].hints names 'k', which is not one of its checkpoints");
 }

@@ -11,7 +11,7 @@
 #include "common/packed_weights.h"
 #include "reference/block/block_shape.h"
 #include "reference/gen/block_data.h"
-#include "runner/stages/block_stage.h"
+#include "runner/blocks/block_weights.h"
 
 namespace {
 

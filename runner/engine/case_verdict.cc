@@ -1,0 +1,49 @@
+#include "case_verdict.h"
+
+namespace wb {
+
+void Conclude(const CaseFindings& f, CaseReport& report) {
+  for (const auto& cp : report.checkpoints) {
+    if (!report.firstFailure && cp.status == CheckStatus::kFail) report.firstFailure = cp.name;
+  }
+  if (f.stop) {
+    report.status = f.stop->status;
+    report.headline = f.stop->headline;
+    report.notes.insert(report.notes.end(), f.stop->notes.begin(), f.stop->notes.end());
+  } else if (!f.canaryNotes.empty()) {
+    report.status = CaseStatus::kFail;
+    report.headline = f.canaryNotes.front();
+    report.notes.insert(report.notes.end(), f.canaryNotes.begin() + 1, f.canaryNotes.end());
+  } else if (f.allUnwritten) {
+    report.status = CaseStatus::kNotImplemented;
+  } else {
+    report.status = report.firstFailure ? CaseStatus::kFail : CaseStatus::kPass;
+  }
+  if (f.outputFlood.empty()) return;
+  if (report.status == CaseStatus::kPass || report.status == CaseStatus::kNotImplemented) {
+    report.status = CaseStatus::kFail;
+  }
+  if (report.headline.empty()) {
+    report.headline = f.outputFlood;
+  } else {
+    report.notes.push_back(f.outputFlood);
+  }
+}
+
+std::optional<CaseStatus> StatusOfEnding(ChildOutcome::Ending ending) {
+  switch (ending) {
+    case ChildOutcome::Ending::kReturned: return std::nullopt;
+    case ChildOutcome::Ending::kTimeLimit: return CaseStatus::kTimeout;
+    case ChildOutcome::Ending::kExitedEarly: return CaseStatus::kExitedEarly;
+    case ChildOutcome::Ending::kSignal: return CaseStatus::kCrash;
+  }
+  return CaseStatus::kCrash;
+}
+
+std::string ChildOutputText(const ChildOutcome& outcome) {
+  const std::string out = outcome.stdoutText.Text();
+  const std::string err = outcome.stderrText.Text();
+  return out + (!out.empty() && !err.empty() && out.back() != '\n' ? "\n" : "") + err;
+}
+
+}  // namespace wb

@@ -1,0 +1,43 @@
+// The status ladder: how a case's status follows from what its calls did, the same for
+// every stage.
+//
+// Contract: a case that stopped (a call crashed, hung or exited) has that status, with the
+// stop's headline and notes; else a write in front of a buffer fails it (the first such
+// write is the headline); else a case whose buffers are all untouched is not implemented;
+// else it passes when every checkpoint passes. Printing more than the output limit then
+// fails a case that would have passed (or was not implemented), and is the headline unless
+// something else already is. firstFailure is the first failing checkpoint.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../isolation/child_process.h"
+#include "../report/report.h"
+
+namespace wb {
+
+struct CaseStop {
+  CaseStatus status = CaseStatus::kCrash;
+  std::string headline;
+  std::vector<std::string> notes;
+};
+
+struct CaseFindings {
+  std::optional<CaseStop> stop;
+  std::vector<std::string> canaryNotes;  // writes in front of a buffer, in order
+  bool allUnwritten = true;              // no call wrote one element of a checked buffer
+  std::string outputFlood;               // DescribeOutputFlood of the first call that flooded
+};
+
+// Sets report.status, headline, notes and firstFailure from the findings and checkpoints.
+void Conclude(const CaseFindings& findings, CaseReport& report);
+
+// The status of a case stopped by a child that ended this way; nullopt when it returned.
+std::optional<CaseStatus> StatusOfEnding(ChildOutcome::Ending ending);
+
+// The child's stdout then its stderr, trimmed, as one text.
+std::string ChildOutputText(const ChildOutcome& outcome);
+
+}  // namespace wb

@@ -1,0 +1,154 @@
+#include "check.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "../../common/fnv1a.h"
+#include "../build/student_build.h"
+#include "build_config.h"
+
+namespace wb {
+namespace {
+
+namespace fsys = std::filesystem;
+
+// A path as a student would type it: relative to the workbook when inside it.
+std::string Shown(const std::string& path, const std::string& root) {
+  std::error_code ec;
+  const fsys::path absolute = fsys::absolute(path, ec).lexically_normal();
+  const fsys::path relative = absolute.lexically_relative(fsys::absolute(root, ec).lexically_normal());
+  if (relative.empty() || *relative.begin() == "..") return path;
+  return relative.string();
+}
+
+std::string Under(const std::string& root, const std::string& relative) {
+  return (fsys::path(root) / relative).lexically_normal().string();
+}
+
+}  // namespace
+
+std::string WorkbookPaths::Source(const std::string& relative) const { return Under(sourceRoot, relative); }
+std::string WorkbookPaths::Build(const std::string& relative) const { return Under(buildRoot, relative); }
+
+WorkbookPaths DefaultPaths() {
+  WorkbookPaths paths{WB_SOURCE_ROOT, WB_BUILD_ROOT};
+  if (const char* root = std::getenv("WORKBOOK_ROOT")) paths.sourceRoot = root;
+  return paths;
+}
+
+Expected<Implementation> PrepareImplementation(const CheckOptions& o, const StageInfo& stage, const StageBuild& build,
+                                               const WorkbookPaths& paths) {
+  Implementation impl;
+  if (!o.harness.empty()) {
+    impl.impl = o.harness;
+    impl.source = o.harness;
+    impl.harness = o.harness;
+    return impl;
+  }
+  if (o.solutions) {
+    impl.impl = "solution";
+    impl.source = paths.Source(fmt::format("solutions/{}/{}", stage.dir, stage.file));
+    impl.harness = build.solutionHarness;
+    return impl;
+  }
+  const std::string stagesDir = o.stagesDir.empty() ? paths.Source("stages") : o.stagesDir;
+  impl.impl = "student";
+  impl.source = Under(stagesDir, fmt::format("{}/{}", stage.dir, stage.file));
+  if (!fsys::exists(impl.source)) {
+    return BadUsage(fmt::format("{}: no such file; the stage file of stage {} is {}/{}", impl.source, stage.number,
+                                stage.dir, stage.file));
+  }
+  CompilerSetup setup;
+  setup.compiler = {WB_STUDENT_COMPILER};
+  setup.flags = {WB_STUDENT_FLAGS};
+  setup.flags.insert(setup.flags.end(), stage.compileFlags.begin(), stage.compileFlags.end());
+  setup.contractsDir = paths.Source("contracts");
+  setup.cacheDir = paths.Build("student");
+  // One cached build per stage, per tree and per harness (the check's or the bench's), so
+  // graders can check many trees at once and a bench does not undo a check's build.
+  const std::string tree = fsys::absolute(stagesDir).lexically_normal().string();
+  const std::string cacheName = fmt::format("stage{:02}-{:08x}-{}", stage.number,
+                                            Fnv1a64(tree.data(), tree.size()) & 0xffffffffu,
+                                            fsys::path(build.harnessLibrary).stem().string());
+  auto built = BuildStageHarness(setup, impl.source, build.harnessLibrary, cacheName);
+  if (!built.ok()) return built.error();
+  impl.compiled = built->compiled;
+  impl.compilerOutput = built->diagnostics;
+  impl.harness = built->executable;
+  return impl;
+}
+
+Expected<CaseReport> RunCase(const StageDriver& driver, const CaseSpec& spec, const StageContext& context) {
+  auto report = driver.RunCase(spec, context);
+  if (!report.ok()) return report.error();
+  report->name = spec.name;
+  report->hidden = spec.hidden;
+  if (report->hidden) Redact(*report);
+  return report;
+}
+
+Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) {
+  auto table = LoadStageTable(paths.Source("data/stages.json"));
+  if (!table.ok()) return table.error();
+  const StageInfo* stage = table->Find(o.stage);
+  if (stage == nullptr) return BadUsage(fmt::format("there is no stage {}; the stages are {}", o.stage, table->Numbers()));
+  const StageBuild* build = FindStageBuild(o.stage);
+  if (!stage->available || build == nullptr) {
+    return BadUsage(fmt::format("stage {} ({}) is not in this workbook yet", o.stage, stage->title));
+  }
+  const std::string casesPath = o.casesPath.empty() ? paths.Source(stage->visible) : o.casesPath;
+  auto cases = LoadCaseFile(casesPath, *table);
+  if (!cases.ok()) return cases.error();
+  if (cases->stage != o.stage) {
+    return BadData(fmt::format("{}: field 'stage' is {}, but this is a check of stage {}", casesPath, cases->stage,
+                               o.stage));
+  }
+  StageContext context;
+  context.stage = stage;
+  context.paths = paths;
+  context.weightsPath = o.weightsPath;
+  context.limits.memoryBytes = o.memoryLimitMiB << 20;
+  const std::unique_ptr<StageDriver> driver = build->makeDriver();
+  if (auto prepared = driver->Prepare(context); !prepared.ok()) return prepared.error();
+
+  auto impl = PrepareImplementation(o, *stage, *build, paths);
+  if (!impl.ok()) return impl.error();
+  context.harness = impl->harness;
+
+  RunReport report;
+  report.stage = stage->number;
+  report.stageTitle = stage->title;
+  report.impl = impl->impl;
+  report.source = Shown(impl->source, paths.sourceRoot);
+  report.lesson = stage->lesson;
+  report.caseFile = Shown(casesPath, paths.sourceRoot);
+  if (const StageInfo* next = table->Next(stage->number)) {
+    report.nextStage = next->available
+                           ? fmt::format("stage {}: {} ({}): ./workbook check {}", next->number, next->title,
+                                         next->lesson, next->number)
+                           : fmt::format("stage {}, {}, is coming to this workbook.", next->number, next->title);
+  }
+  if (!impl->compiled) {
+    report.status = RunStatus::kCompileError;
+    report.compilerOutput = impl->compilerOutput;
+    return report;
+  }
+  for (CaseSpec spec : cases->cases) {
+    if (o.showHidden) spec.hidden = false;
+    context.limits.wallSeconds = o.timeLimitSeconds > 0 ? o.timeLimitSeconds : driver->DefaultTimeLimit(spec);
+    auto ran = RunCase(*driver, spec, context);
+    if (!ran.ok()) return ran.error();
+    report.cases.push_back(std::move(*ran));
+  }
+  report.status = RunStatus::kPass;
+  for (const auto& c : report.cases) {
+    if (c.status != CaseStatus::kPass) report.status = RunStatus::kFail;
+  }
+  return report;
+}
+
+int ExitCodeFor(const RunReport& report) { return report.status == RunStatus::kPass ? 0 : 1; }
+
+}  // namespace wb

@@ -1,0 +1,53 @@
+// `check`: one stage, one case file, one implementation, a report.
+//
+// Contract: RunCheck returns a report for anything the student's code does, including
+// not compiling; an Error for bad usage or bad data (exit 2) or for a failure of the
+// workbook itself (exit 3). Every case goes through RunCase, which stamps the case's name
+// and redacts a hidden case after its driver returns, so no driver can leak one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "../../common/expected.h"
+#include "../cases/case_file.h"
+#include "../report/report.h"
+#include "../stages/stage_driver.h"
+#include "paths.h"
+
+namespace wb {
+
+struct CheckOptions {
+  int stage = 0;
+  bool solutions = false;     // check solutions/ instead of stages/
+  bool showHidden = false;    // report hidden cases in full (an instructor debugging a suite)
+  std::string casesPath;      // default: the stage's visible suite
+  std::string stagesDir;      // another tree's stages/ folder (a submission)
+  std::string harness;        // a prebuilt child executable (tests, planted bugs)
+  std::string weightsPath;    // default: the stage's own data files
+  double timeLimitSeconds = 0;  // 0: the stage's default
+  uint64_t memoryLimitMiB = 1024;
+};
+
+Expected<RunReport> RunCheck(const CheckOptions& options, const WorkbookPaths& paths);
+
+// One case through a driver: the driver's report with the case's name, hidden flag and
+// redaction applied here, whatever the driver did.
+Expected<CaseReport> RunCase(const StageDriver& driver, const CaseSpec& spec, const StageContext& context);
+
+// The child executable `check` would run for these options: a prebuilt one, or the stage
+// file compiled (a file that does not compile is reported, not an error).
+struct Implementation {
+  std::string impl;    // "student", "solution" or the harness path
+  std::string source;  // the stage file
+  std::string harness;
+  bool compiled = true;
+  std::string compilerOutput;
+};
+Expected<Implementation> PrepareImplementation(const CheckOptions& options, const StageInfo& stage,
+                                               const StageBuild& build, const WorkbookPaths& paths);
+
+// 0 when every case passed, 1 otherwise.
+int ExitCodeFor(const RunReport& report);
+
+}  // namespace wb

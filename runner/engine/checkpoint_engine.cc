@@ -1,0 +1,137 @@
+#include "checkpoint_engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace wb {
+namespace {
+
+constexpr size_t kSamplesShown = 3;
+
+// The engine's record of one checkpoint already checked, for the ones downstream of it.
+struct Checked {
+  bool failed = false;
+  bool usable = false;
+};
+
+CheckpointReport CheckByValue(const CheckpointDescriptor& d, std::span<const Checked> earlier,
+                              const std::vector<std::string>& names, double points) {
+  const Comparison chain = Compare(d.got, d.expected, d.tolerance, kSamplesShown);
+  CheckpointReport cp;
+  cp.name = d.name;
+  cp.shape = d.shape;
+  RecordComparison(chain, points, cp);
+  if (chain.hasWorst) cp.worst = DescribeElement(d.where(chain.worstIndex), chain.worstExpected, d.got[chain.worstIndex]);
+  for (size_t index : chain.failingSample) {
+    if (chain.hasWorst && index == chain.worstIndex) continue;
+    cp.samples.push_back(DescribeElement(d.where(index), d.expected[index], d.got[index]));
+  }
+
+  // The local view: this step on the student's own upstream buffers.
+  bool upstreamUsable = true;
+  std::vector<std::string> broken;
+  for (size_t u : d.upstream) {
+    upstreamUsable = upstreamUsable && earlier[u].usable;
+    if (earlier[u].failed) broken.push_back(names[u]);
+  }
+  if (d.brokenInput) broken.push_back(*d.brokenInput);
+  std::vector<double> local;
+  if (upstreamUsable && d.local) {
+    local = d.local();
+    cp.local = Compare(d.got, local, d.tolerance, 0).pass() ? LocalStatus::kPass : LocalStatus::kFail;
+  }
+  if (chain.pass() || chain.allUnwritten()) return cp;
+
+  // Diagnosis: a named mistake, else what the two views and the buffer itself show.
+  if (cp.local != LocalStatus::kPass && d.recognise) cp.misconception = d.recognise(upstreamUsable);
+  if (cp.misconception) return cp;
+  const std::string verb = broken.size() == 1 ? "is" : "are";
+  if (!upstreamUsable && !broken.empty()) {
+    cp.observation = fmt::format("not checked on its own: {} {} elements that are unwritten or not finite",
+                                 JoinNames(broken), broken.size() == 1 ? "has" : "have");
+  } else if (cp.local == LocalStatus::kPass && !broken.empty()) {
+    const std::string upstream = JoinNames(broken);
+    const std::string step = d.name.substr(d.name.find('.') + 1);  // "step2.q" is the q step
+    cp.observation = fmt::format("your {} step is right for the {} it was given; it is off only because {} {}", step,
+                                 upstream, upstream, verb);
+  } else {
+    cp.observation = Observe(d.got, cp.local == LocalStatus::kNotChecked ? std::span<const double>(d.expected)
+                                                                          : std::span<const double>(local),
+                             d.tolerance, d.geometry);
+  }
+  return cp;
+}
+
+}  // namespace
+
+bool UsableAsUpstream(std::span<const float> values) {
+  return std::all_of(values.begin(), values.end(),
+                     [](float v) { return StateOf(v) == ElementState::kWritten && std::isfinite(v); });
+}
+
+ChainResult CheckChain(std::span<const CheckpointDescriptor> descriptors, double points) {
+  ChainResult result;
+  std::vector<Checked> checked;
+  std::vector<std::string> names;
+  for (const CheckpointDescriptor& d : descriptors) {
+    CheckpointReport cp = d.custom ? d.custom() : CheckByValue(d, checked, names, points);
+    if (!d.custom) result.allUnwritten = result.allUnwritten && cp.unwritten == cp.total;
+    checked.push_back({.failed = cp.status == CheckStatus::kFail,
+                       .usable = UsableAsUpstream(d.readDownstream.empty() ? d.got : d.readDownstream)});
+    names.push_back(d.name);
+    result.checkpoints.push_back(std::move(cp));
+  }
+  return result;
+}
+
+CheckpointReport NotReached(std::string name, std::string shape, size_t elements, double points) {
+  CheckpointReport cp;
+  cp.name = std::move(name);
+  cp.shape = std::move(shape);
+  cp.status = CheckStatus::kFail;
+  cp.total = cp.failing = cp.unwritten = elements;
+  cp.maxPoints = points;
+  return cp;
+}
+
+ElementDetail DescribeElement(std::string where, double expected, float got) {
+  ElementDetail d;
+  d.where = std::move(where);
+  d.expected = expected;
+  d.got = got;
+  switch (StateOf(got)) {
+    case ElementState::kUnwritten: d.gotNote = "never written"; break;
+    case ElementState::kFromUnwritten: d.gotNote = "NaN computed from an element that was never written"; break;
+    case ElementState::kWritten:
+      if (std::isnan(got)) d.gotNote = "NaN";
+      break;
+  }
+  return d;
+}
+
+void RecordComparison(const Comparison& chain, double points, CheckpointReport& cp) {
+  cp.status = chain.pass() ? CheckStatus::kPass : CheckStatus::kFail;
+  cp.total = chain.total;
+  cp.failing = chain.failing;
+  cp.unwritten = chain.unwritten;
+  cp.fromUnwritten = chain.fromUnwritten;
+  cp.nanCount = chain.nanCount;
+  cp.infCount = chain.infCount;
+  cp.maxAbsError = chain.maxAbsError;
+  cp.atol = chain.atol;
+  cp.rtol = chain.rtol;
+  cp.maxPoints = points;
+  cp.points = chain.pass() ? points : 0;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string joined;
+  for (size_t i = 0; i < names.size(); ++i) {
+    joined += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  }
+  return joined;
+}
+
+}  // namespace wb

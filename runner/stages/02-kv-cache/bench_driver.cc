@@ -1,0 +1,95 @@
+#include "bench_driver.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "bench_call.h"
+#include "reference/block/block.h"
+#include "reference/gen/block_data.h"
+#include "runner/engine/case_verdict.h"
+#include "runner/engine/crash_description.h"
+#include "runner/isolation/shared_region.h"
+
+namespace wb::stage02 {
+namespace {
+
+using L = BenchCall;
+
+std::string Duration(double seconds) {
+  if (seconds >= 1.0) return fmt::format("{:.2f} s", seconds);
+  if (seconds >= 1e-3) return fmt::format("{:.2f} ms", seconds * 1e3);
+  return fmt::format("{:.1f} us", seconds * 1e6);
+}
+
+}  // namespace
+
+Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& options, const StageContext& context) {
+  const std::vector<int> contexts = options.contexts.empty() ? std::vector<int>{512, 4096} : options.contexts;
+  const double budget = options.budgetSeconds > 0 ? options.budgetSeconds : 6.0;
+  for (int c : contexts) {
+    if (c < 1 || c > kCacheRows) {
+      return BadUsage(fmt::format("--contexts: {} is not a context length from 1 to {}", c, kCacheRows));
+    }
+  }
+  const ref::BlockShape shape = ref::Stage1Shape();
+  const int longest = *std::max_element(contexts.begin(), contexts.end());
+  const std::vector<float> x = ref::GenerateInputRows(1, longest, shape.model, 1.0);
+  std::vector<float> ropeCos;
+  std::vector<float> ropeSin;
+  ref::MakeFloatRopeTables(kCacheRows, shape.headDim, ref::kRopeBase, ropeCos, ropeSin);
+  const std::vector<float> kCache = ref::GenerateInputRows(2, kCacheRows, kCacheWidth, 1.0);
+  const std::vector<float> vCache = ref::GenerateInputRows(3, kCacheRows, kCacheWidth, 1.0);
+
+  std::printf("Stage 2 bench: the time to produce one more token at context length L, with %s\n",
+              context.harness.c_str());
+  std::printf("  decode step: decoder_step(n=1, pos=L-1), which reads L-1 cached rows\n");
+  std::printf("  recompute:   decoder_step(n=L, pos=0), the whole sequence again, as without a cache\n");
+  std::printf("  each time is the median of its runs; both in one child process, on the same weights\n\n");
+  std::printf("%8s  %12s %5s  %12s %5s  %10s\n", "context", "decode step", "runs", "recompute", "runs", "ratio");
+  std::fflush(stdout);
+  for (int length : contexts) {
+    std::array<BufferSize, L::kBufferCount> sizes{};
+    sizes[L::kW] = {weights.values.size(), shm::kReadOnly};
+    sizes[L::kX] = {static_cast<size_t>(length) * shape.model, shm::kReadOnly};
+    sizes[L::kRopeCos] = {ropeCos.size(), shm::kReadOnly};
+    sizes[L::kRopeSin] = {ropeSin.size(), shm::kReadOnly};
+    sizes[L::kKCache] = {kCache.size(), shm::kWritable};
+    sizes[L::kVCache] = {vCache.size(), shm::kWritable};
+    for (ref::Checkpoint c : ref::kCheckpointOrder) {
+      sizes[L::kNorm1 + ref::Index(c)] = {static_cast<size_t>(length) * ref::CheckpointWidth(c, shape),
+                                          shm::kWritable};
+    }
+    sizes[L::kTimings] = {L::kTimingFloats, shm::kWritable};
+    auto created = SharedRegion::Create<L>(sizes);
+    if (!created.ok()) return created.error();
+    SharedRegion& region = *created;
+    region.PoisonOutputs();
+    std::copy(weights.values.begin(), weights.values.end(), region.Floats<L>(L::kW).begin());
+    std::copy(x.begin(), x.begin() + static_cast<ptrdiff_t>(length) * shape.model, region.Floats<L>(L::kX).begin());
+    std::ranges::copy(ropeCos, region.Floats<L>(L::kRopeCos).begin());
+    std::ranges::copy(ropeSin, region.Floats<L>(L::kRopeSin).begin());
+    std::ranges::copy(kCache, region.Floats<L>(L::kKCache).begin());
+    std::ranges::copy(vCache, region.Floats<L>(L::kVCache).begin());
+    region.SetParams<L>({.context = length, .budgetSeconds = static_cast<float>(budget)});
+
+    ChildLimits limits = context.limits;
+    limits.wallSeconds = 4 * budget + 60;  // two measurements, each a budget and one more run
+    auto ran = RunInChild(context.harness, region, limits);
+    if (!ran.ok()) return ran.error();
+    if (ran->ending != ChildOutcome::Ending::kReturned) {
+      std::printf("%8d  %s\n", length,
+                  DescribeEnding(*ran, region, context.stage->function, limits.wallSeconds, limits.memoryBytes).c_str());
+      if (const std::string output = ChildOutputText(*ran); !output.empty()) std::printf("%s\n", output.c_str());
+      return 1;
+    }
+    const auto t = region.Floats<L>(L::kTimings);
+    std::printf("%8d  %12s %5.0f  %12s %5.0f  %9.0fx\n", length, Duration(t[0]).c_str(), t[1], Duration(t[2]).c_str(),
+                t[3], t[2] / t[0]);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace wb::stage02

@@ -1,0 +1,19 @@
+// `bench 2`: what a KV cache buys, measured on the implementation that was just validated.
+//
+// Contract: for each context length L (default 512 and 4096) one bench child (bench_call.cc,
+// built from the student's file or the solution) times a decode step at position L - 1
+// against recomputing all L tokens, both with the same decoder_step on the same weights, and
+// this prints the row as soon as the child returns. A context outside 1..MAX_T is a usage
+// error; a child that crashes, hangs or exits is reported as the student's code failing.
+#pragma once
+
+#include "common/expected.h"
+#include "common/packed_weights.h"
+#include "runner/stages/stage_driver.h"
+
+namespace wb::stage02 {
+
+// 0 when every row was measured; 1 when the child failed (the message is printed).
+Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& options, const StageContext& context);
+
+}  // namespace wb::stage02

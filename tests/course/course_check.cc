@@ -1,0 +1,278 @@
+// The course self-check: walks data/stages.json and proves, for every stage, what a student
+// and a reader rely on (rustlings' `dev check` is the model). Nothing here names a stage.
+//   - the shipped starter fails at its first checkpoint, as not implemented;
+//   - the solution passes its visible and hidden-example suites, and every case reports the
+//     row's checkpoints, in the row's order, named as the row's reported_as says;
+//   - every .bug file of the stage's planted folder is a test of the build (the build passes
+//     the bugs it registered as arguments), and each says where it must be caught in names
+//     of the table;
+//   - every per-call and per-case checkpoint has hints, and the lesson exists;
+//   - every relative link of the README and the docs reaches a file, and its #anchor a heading;
+//   - the README's and docs/index.md's stage tables and mkdocs.yml's nav agree with the table.
+// Run: course-check STAGE:BUG,BUG,... ...  (with WB_RUNNER and WB_SOURCE set, as meson does)
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "runner/stages/stage_table.h"
+#include "tests/runner/run_command.h"
+
+namespace {
+
+namespace fsys = std::filesystem;
+using nlohmann::json;
+using wbtest::Source;
+using wbtest::Workbook;
+
+std::map<int, std::set<std::string>> g_registeredBugs;  // from the command line
+
+const wb::StageTable& Table() {
+  static const wb::StageTable table = [] {
+    auto loaded = wb::LoadStageTable(Source("data/stages.json"));
+    REQUIRE_MESSAGE(loaded.ok(), (loaded.ok() ? "" : loaded.error().message));
+    return *loaded;
+  }();
+  return table;
+}
+
+std::vector<const wb::StageInfo*> Available() {
+  std::vector<const wb::StageInfo*> stages;
+  for (const auto& s : Table().stages) {
+    if (s.available) stages.push_back(&s);
+  }
+  return stages;
+}
+
+json CheckJson(const std::string& arguments, int& status) {
+  const auto ran = Workbook(arguments + " --format json");
+  status = ran.status;
+  try {
+    return json::parse(ran.out);
+  } catch (const json::exception&) {
+    FAIL("not JSON from `check " << arguments << "`: " << ran.out << ran.err);
+    return {};
+  }
+}
+
+// The GitHub-style slug of a Markdown heading, as mkdocs' toc and GitHub make anchors.
+std::string Slug(const std::string& heading) {
+  std::string slug;
+  for (unsigned char c : heading) {
+    if (std::isalnum(c)) {
+      slug += static_cast<char>(std::tolower(c));
+    } else if (c == ' ' || c == '-') {
+      slug += '-';
+    } else if (c == '_') {
+      slug += '_';
+    }
+  }
+  return slug;
+}
+
+std::set<std::string> Anchors(const std::string& markdownPath) {
+  std::set<std::string> anchors;
+  std::istringstream lines(wbtest::ReadFile(markdownPath));
+  std::string line;
+  bool fenced = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("```", 0) == 0) fenced = !fenced;
+    if (fenced || line.empty() || line[0] != '#') continue;
+    const size_t text = line.find_first_not_of('#');
+    if (text == std::string::npos || line[text] != ' ') continue;
+    anchors.insert(Slug(line.substr(text + 1)));
+  }
+  return anchors;
+}
+
+}  // namespace
+
+TEST_CASE("every starter fails at its first checkpoint, as not implemented yet") {
+  for (const wb::StageInfo* stage : Available()) {
+    CAPTURE(stage->number);
+    int status = 0;
+    const json report = CheckJson(fmt::format("check {}", stage->number), status);
+    CHECK(status == 1);
+    REQUIRE(!report["cases"].empty());
+    for (const auto& c : report["cases"]) {
+      CHECK(c["status"] == "not_implemented");
+      CHECK(c["first_failure"] == stage->Reported(stage->checkpoints.front(), 1));
+    }
+    // The text a student reads: what to do first, and where to read how; no color into a pipe.
+    const auto text = Workbook(fmt::format("check {}", stage->number));
+    CHECK(text.status == 1);
+    CHECK(text.out.find(stage->Reported(stage->checkpoints.front(), 1) + " is not implemented yet") !=
+          std::string::npos);
+    CHECK(text.out.find(stage->lesson) != std::string::npos);
+    CHECK(text.out.find('\033') == std::string::npos);
+  }
+}
+
+TEST_CASE("every solution passes its visible and hidden-example suites with the row's checkpoints") {
+  for (const wb::StageInfo* stage : Available()) {
+    for (const std::string& suite : {stage->visible, stage->hiddenExample}) {
+      CAPTURE(stage->number);
+      CAPTURE(suite);
+      int status = 0;
+      const json report = CheckJson(
+          fmt::format("check {} --solutions --show-hidden --cases {}", stage->number, wbtest::Quote(Source(suite))),
+          status);
+      CHECK(status == 0);
+      REQUIRE(!report["cases"].empty());
+      for (const auto& c : report["cases"]) {
+        CAPTURE(c["name"]);
+        CHECK(c["status"] == "pass");
+        CHECK(c["first_failure"].is_null());
+        for (const auto& cp : c["checkpoints"]) {
+          CHECK(cp["status"] == "pass");
+          CHECK(cp["misconception"].is_null());
+        }
+        // Call by call, the row's checkpoints in the row's order; then the per-case ones.
+        std::vector<std::string> expected;
+        const auto& checkpoints = c["checkpoints"];
+        size_t calls = 0;
+        for (const auto& cp : checkpoints) {
+          if (cp["name"] == stage->Reported(stage->checkpoints.front(), static_cast<int>(calls) + 1)) ++calls;
+        }
+        CHECK(calls >= 1);
+        for (size_t call = 1; call <= calls; ++call) {
+          for (const auto& name : stage->checkpoints) expected.push_back(stage->Reported(name, static_cast<int>(call)));
+        }
+        std::vector<std::string> got;
+        for (const auto& cp : checkpoints) got.push_back(cp["name"]);
+        REQUIRE(got.size() >= expected.size());
+        CHECK(std::equal(expected.begin(), expected.end(), got.begin()));
+        for (size_t i = expected.size(); i < got.size(); ++i) {
+          CAPTURE(got[i]);
+          CHECK(std::find(stage->caseCheckpoints.begin(), stage->caseCheckpoints.end(), got[i]) !=
+                stage->caseCheckpoints.end());
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("every planted bug is a test of the build and is caught at a checkpoint of the table") {
+  for (const wb::StageInfo* stage : Available()) {
+    CAPTURE(stage->number);
+    std::set<std::string> files;
+    for (const auto& entry : fsys::directory_iterator(Source(stage->planted))) {
+      if (entry.path().extension() != ".bug") continue;
+      files.insert(entry.path().stem().string());
+      std::istringstream lines(wbtest::ReadFile(entry.path().string()));
+      std::string line;
+      bool caughtAt = false;
+      while (std::getline(lines, line) && line.rfind("--- ", 0) != 0) {
+        if (line.rfind("caught-at", 0) != 0) continue;
+        caughtAt = true;
+        const std::string where = line.substr(line.find(':') + 1 + (line.find(": ") != std::string::npos));
+        CAPTURE(entry.path().filename().string());
+        CAPTURE(where);
+        CHECK((where == "none" || where == "null" || stage->BaseName(where).has_value()));
+      }
+      CHECK_MESSAGE(caughtAt, entry.path().filename().string() << " says nowhere where it is caught");
+    }
+    CHECK(!files.empty());
+    CHECK_MESSAGE(files == g_registeredBugs[stage->number],
+                  "the build's planted tests differ from the folder's .bug files: reconfigure (meson setup --reconfigure)");
+  }
+}
+
+TEST_CASE("every checkpoint has hints, and every lesson exists") {
+  for (const auto& stage : Table().stages) {
+    CAPTURE(stage.number);
+    CHECK(fsys::exists(Source(stage.lesson)) == stage.available);
+    if (!stage.available) continue;
+    CHECK(fsys::exists(Source("stages/" + stage.dir + "/" + stage.file)));
+    CHECK(fsys::exists(Source("solutions/" + stage.dir + "/" + stage.file)));
+    CHECK(fsys::exists(Source("runner/stages/" + stage.dir + "/meson.build")));
+    for (const auto& name : stage.AllCheckpoints()) {
+      CAPTURE(name);
+      CHECK(stage.hints.count(name) == 1);
+    }
+  }
+}
+
+TEST_CASE("every relative link of the README and the docs reaches a file and a heading") {
+  std::vector<fsys::path> pages = {Source("README.md")};
+  for (const auto& entry : fsys::recursive_directory_iterator(Source("docs"))) {
+    if (entry.path().extension() == ".md") pages.push_back(entry.path());
+  }
+  const std::regex link(R"(\]\(([^)\s]+)\))");
+  for (const auto& page : pages) {
+    const std::string text = wbtest::ReadFile(page.string());
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), link); it != std::sregex_iterator(); ++it) {
+      const std::string target = (*it)[1];
+      if (target.find("://") != std::string::npos || target.rfind("mailto:", 0) == 0) continue;
+      CAPTURE(page.string());
+      CAPTURE(target);
+      const size_t hash = target.find('#');
+      const std::string file = target.substr(0, hash);
+      const fsys::path resolved = file.empty() ? page : (page.parent_path() / file).lexically_normal();
+      CHECK(fsys::exists(resolved));
+      if (hash != std::string::npos && resolved.extension() == ".md" && fsys::exists(resolved)) {
+        CHECK(Anchors(resolved.string()).count(target.substr(hash + 1)) == 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("the README's and the docs index's stage tables and the site's nav agree with the table") {
+  const std::string readme = wbtest::ReadFile(Source("README.md"));
+  const std::string index = wbtest::ReadFile(Source("docs/index.md"));
+  const std::string nav = wbtest::ReadFile(Source("mkdocs.yml"));
+  auto row = [](const std::string& text, int number) {
+    const std::string start = fmt::format("\n| {} |", number);
+    const size_t at = text.find(start);
+    if (at == std::string::npos) return std::string();
+    return text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  };
+  for (const auto& stage : Table().stages) {
+    CAPTURE(stage.number);
+    const std::string lessonInDocs = stage.lesson.substr(std::string("docs/").size());
+    const std::string inReadme = row(readme, stage.number);
+    const std::string inIndex = row(index, stage.number);
+    REQUIRE(!inReadme.empty());
+    REQUIRE(!inIndex.empty());
+    const bool navLists = nav.find(fmt::format("\"{}. {}\": {}", stage.number, stage.title, lessonInDocs)) !=
+                          std::string::npos;
+    if (stage.available) {
+      CHECK(inReadme.find("](" + stage.lesson + ")") != std::string::npos);
+      CHECK(inIndex.find(fmt::format("[{}]({})", stage.title, lessonInDocs)) != std::string::npos);
+      CHECK(navLists);
+      if (!stage.bench.empty()) CHECK(inReadme.find(fmt::format("`./workbook bench {}`", stage.number)) != std::string::npos);
+    } else {
+      CHECK(inReadme.find("coming") != std::string::npos);
+      CHECK(inIndex.find("coming") != std::string::npos);
+      CHECK(!navLists);
+    }
+  }
+}
+
+int main(int argc, char** argv) {
+  // Arguments "STAGE:BUG,BUG" are the planted tests the build registered; the rest is doctest's.
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const size_t colon = arg.find(':');
+    if (arg.rfind("-", 0) == 0 || colon == std::string::npos) {
+      rest.push_back(argv[i]);
+      continue;
+    }
+    std::set<std::string>& bugs = g_registeredBugs[std::stoi(arg.substr(0, colon))];
+    std::istringstream list(arg.substr(colon + 1));
+    for (std::string bug; std::getline(list, bug, ',');) bugs.insert(bug);
+  }
+  doctest::Context context(static_cast<int>(rest.size()), rest.data());
+  return context.run();
+}
