@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "common/expected.h"
-#include "runner/model/config.h"
-#include "runner/model/model_weights.h"
-#include "runner/model/weight_source.h"
+#include "model/config/config.h"
+#include "model/config/model_weights.h"
+#include "model/config/weight_source.h"
 
 namespace ref {
 

@@ -15,7 +15,7 @@
 
 #include <vector>
 
-#include "runner/model/config.h"
+#include "model/config/config.h"
 
 namespace ref {
 

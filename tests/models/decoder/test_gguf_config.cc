@@ -11,7 +11,7 @@
 #include "decoder_test_support.h"
 #include "reference/decoder/rope_frequencies.h"
 #include "reference/fixtures/gguf_writer.h"
-#include "runner/model/config.h"
+#include "model/config/config.h"
 
 using wb::model::Family;
 using wb::model::LoadModelConfig;

@@ -7,7 +7,7 @@
 
 #include "decoder_test_support.h"
 #include "reference/block/ops.h"
-#include "runner/model/qk_permutation.h"
+#include "model/config/qk_permutation.h"
 
 using wb::model::PermuteRowsToGguf;
 using wb::model::PermuteRowsToHf;

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "runner/modelfile/tensor_types.h"
+#include "model/files/tensor_types.h"
 
 using wb::TensorType;
 

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runner/model/config.h"
+#include "model/config/config.h"
 
 namespace wb::model {
 

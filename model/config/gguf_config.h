@@ -23,8 +23,8 @@
 // name the file and the key or tensor. The result has passed ValidateConfig.
 #pragma once
 
-#include "runner/model/config.h"
-#include "runner/modelfile/gguf.h"
+#include "model/config/config.h"
+#include "model/files/gguf.h"
 
 namespace wb::model {
 

@@ -1,4 +1,4 @@
-#include "runner/model/json_keys.h"
+#include "model/config/json_keys.h"
 
 #include <limits>
 

@@ -14,8 +14,8 @@
 
 #include <optional>
 
-#include "runner/model/config.h"
-#include "runner/model/json_keys.h"
+#include "model/config/config.h"
+#include "model/config/json_keys.h"
 
 namespace wb::model {
 

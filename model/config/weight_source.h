@@ -31,10 +31,10 @@
 #include <vector>
 
 #include "common/expected.h"
-#include "runner/model/config.h"
-#include "runner/modelfile/gguf.h"
-#include "runner/modelfile/safetensors.h"
-#include "runner/modelfile/tensor_view.h"
+#include "model/config/config.h"
+#include "model/files/gguf.h"
+#include "model/files/safetensors.h"
+#include "model/files/tensor_view.h"
 
 namespace wb::model {
 

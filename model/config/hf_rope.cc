@@ -1,10 +1,10 @@
-#include "runner/model/hf_rope.h"
+#include "model/config/hf_rope.h"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "runner/model/first_error.h"
+#include "model/config/first_error.h"
 
 namespace wb::model {
 

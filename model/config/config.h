@@ -6,7 +6,7 @@
 // stored in one file: a GGUF llama keeps llama.cpp's q/k row order, so its RoPE pairing is
 // kInterleaved, and a GGUF Gemma stores its norms as 1 + w, so its normShift is kNone.
 //
-// For the `inspect` command (runner/modelfile/): LoadModelConfig(path) reads a GGUF file or
+// For the `inspect` command (model/files/): LoadModelConfig(path) reads a GGUF file or
 // a Hugging Face directory (or its config.json), validates it and returns the config or an
 // error naming the file and the key; DescribeConfig(config) renders the sizes and the
 // switches they imply as text, one line per switch.

@@ -1,4 +1,4 @@
-#include "runner/model/gguf_config.h"
+#include "model/config/gguf_config.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "runner/model/first_error.h"
-#include "runner/modelfile/tensor_view.h"
+#include "model/config/first_error.h"
+#include "model/files/tensor_view.h"
 
 namespace wb::model {
 

@@ -1,4 +1,4 @@
-#include "runner/model/config.h"
+#include "model/config/config.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "runner/model/model_path.h"
+#include "model/config/model_path.h"
 
 #include <filesystem>
 #include <fstream>

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "runner/model/config.h"
+#include "model/config/config.h"
 
 namespace wb::model {
 

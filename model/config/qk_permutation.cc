@@ -1,4 +1,4 @@
-#include "runner/model/qk_permutation.h"
+#include "model/config/qk_permutation.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,8 +1,8 @@
-#include "runner/model/model_weights.h"
+#include "model/config/model_weights.h"
 
 #include <fmt/format.h>
 
-#include "runner/model/first_error.h"
+#include "model/config/first_error.h"
 
 namespace wb::model {
 

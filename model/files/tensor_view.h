@@ -1,6 +1,6 @@
 // One tensor of a model file, whatever the format: the façade the model loader codes against.
 //
-// Contract (stable; the config/weights code in runner/model/ depends on it):
+// Contract (stable; the config/weights code in model/config/ depends on it):
 //   - A TensorView names a tensor's bytes inside a mapped GGUF or safetensors file. It owns
 //     nothing: it is valid while the GgufFile / SafetensorsCheckpoint it came from is alive
 //     (moving those objects is fine; destroying them is not).

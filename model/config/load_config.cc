@@ -1,8 +1,8 @@
 // LoadModelConfig: a GGUF file, a Hugging Face directory, or a config.json on its own.
-#include "runner/model/config.h"
-#include "runner/model/gguf_config.h"
-#include "runner/model/hf_config.h"
-#include "runner/model/model_path.h"
+#include "model/config/config.h"
+#include "model/config/gguf_config.h"
+#include "model/config/hf_config.h"
+#include "model/config/model_path.h"
 
 namespace wb::model {
 

@@ -1,11 +1,11 @@
-#include "runner/model/weight_source.h"
+#include "model/config/weight_source.h"
 
 #include <fmt/format.h>
 
-#include "runner/model/gguf_config.h"
-#include "runner/model/hf_config.h"
-#include "runner/model/hf_names.h"
-#include "runner/model/model_path.h"
+#include "model/config/gguf_config.h"
+#include "model/config/hf_config.h"
+#include "model/config/hf_names.h"
+#include "model/config/model_path.h"
 
 namespace wb::model {
 

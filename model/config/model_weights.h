@@ -16,8 +16,8 @@
 
 #include <vector>
 
-#include "runner/model/config.h"
-#include "runner/model/weight_source.h"
+#include "model/config/config.h"
+#include "model/config/weight_source.h"
 
 namespace wb::model {
 

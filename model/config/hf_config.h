@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "runner/model/config.h"
+#include "model/config/config.h"
 
 namespace wb::model {
 

@@ -1,4 +1,4 @@
-#include "runner/model/hf_config.h"
+#include "model/config/hf_config.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "runner/model/first_error.h"
-#include "runner/model/hf_rope.h"
-#include "runner/model/json_keys.h"
+#include "model/config/first_error.h"
+#include "model/config/hf_rope.h"
+#include "model/config/json_keys.h"
 
 namespace wb::model {
 

@@ -1,4 +1,4 @@
-#include "runner/model/hf_names.h"
+#include "model/config/hf_names.h"
 
 #include <charconv>
 
