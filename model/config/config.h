@@ -4,7 +4,7 @@
 // gemma3_text, olmoe) differ only in the sizes and switches below; nothing downstream asks
 // which family a model is, only which switches it has. A ModelConfig describes the model as
 // stored in one file: a GGUF llama keeps llama.cpp's q/k row order, so its RoPE pairing is
-// kInterleaved, and a GGUF Gemma stores its norms as 1 + w, so its normShift is kNone.
+// kAdjacent, and a GGUF Gemma stores its norms as 1 + w, so its normShift is kNone.
 //
 // For the `inspect` command (model/files/): LoadModelConfig(path) reads a GGUF file or
 // a Hugging Face directory (or its config.json), validates it and returns the config or an
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/expected.h"
+#include "model/switches.h"  // RopePairing, Activation
 
 namespace wb::model {
 
@@ -28,12 +29,6 @@ enum class Family { kLlama, kMistral, kMixtral, kQwen2, kQwen3, kQwen3Moe, kGemm
 
 // Where the config and its weights come from: decides which names the tensors have.
 enum class WeightFormat { kHuggingFace, kGguf };
-
-// Which values of a head RoPE rotates together.
-enum class RopePairing {
-  kHalf,         // (i, i + headDim/2): HF's rotate_half, llama.cpp's NEOX
-  kInterleaved,  // (2i, 2i + 1): llama.cpp's NORM, for q/k rows the converter permuted (§6.1)
-};
 
 // How the rotation frequencies are stretched for long contexts (family-spec §3.8).
 enum class RopeScaling {
@@ -79,8 +74,6 @@ enum class NormShift {
   kAddOne,  // HF Gemma: y = x̂ · (1 + w); the weight source adds 1 in f32 on load
 };
 
-enum class Activation { kSilu, kGeluTanh };
-
 enum class EmbeddingScale {
   kNone,
   kSqrtHidden,  // gemma3: embeddings times √hidden (the reference computes it in f64)
@@ -115,7 +108,7 @@ struct ModelConfig {
   Rope rope;                  // global layers (every layer when there is no localRope)
   bool hasLocalRope = false;  // sliding layers use localRope (gemma3's rope_local_base_freq)
   Rope localRope;
-  RopePairing ropePairing = RopePairing::kHalf;
+  RopePairing ropePairing = RopePairing::kHalfSplit;
   int slidingWindow = 0;      // W: a sliding layer's query at p sees keys p - W < j <= p
   QkNorm qkNorm = QkNorm::kNone;
   bool qkvBias = false;

@@ -74,7 +74,7 @@ std::string DescribeConfig(const ModelConfig& c) {
   line("attention", fmt::format("scale {:.9g}, q/k/v bias {}, o bias {}, QK-norm {}", c.attentionScale,
                                 c.qkvBias ? "yes" : "no", c.outputBias ? "yes" : "no", qkNorm));
   line("rope", fmt::format("{} pairing, {}",
-                           c.ropePairing == RopePairing::kHalf ? "half (i, i + headDim/2)" : "interleaved (2i, 2i + 1)",
+                           c.ropePairing == RopePairing::kHalfSplit ? "half (i, i + headDim/2)" : "interleaved (2i, 2i + 1)",
                            DescribeRope(c.rope)));
   if (c.hasLocalRope) line("local rope", fmt::format("sliding layers: {}", DescribeRope(c.localRope)));
   const std::string sliding = LayerList(c, [](const LayerRecipe& l) { return l.sliding; });

@@ -21,12 +21,12 @@ struct Architecture {
 };
 
 constexpr Architecture kArchitectures[] = {
-    {"llama", Family::kLlama, RopePairing::kInterleaved},
-    {"qwen2", Family::kQwen2, RopePairing::kHalf},
-    {"qwen3", Family::kQwen3, RopePairing::kHalf},
-    {"qwen3moe", Family::kQwen3Moe, RopePairing::kHalf},
-    {"gemma3", Family::kGemma3Text, RopePairing::kHalf},
-    {"olmoe", Family::kOlmoe, RopePairing::kHalf},
+    {"llama", Family::kLlama, RopePairing::kAdjacent},
+    {"qwen2", Family::kQwen2, RopePairing::kHalfSplit},
+    {"qwen3", Family::kQwen3, RopePairing::kHalfSplit},
+    {"qwen3moe", Family::kQwen3Moe, RopePairing::kHalfSplit},
+    {"gemma3", Family::kGemma3Text, RopePairing::kHalfSplit},
+    {"olmoe", Family::kOlmoe, RopePairing::kHalfSplit},
 };
 
 // Reads `{arch}.` keys of one file.

@@ -247,7 +247,7 @@ Expected<ModelConfig> ParseHfConfig(std::string_view text, const std::string& pa
   c.qkNorm = f->family == Family::kOlmoe                                             ? QkNorm::kWholeProjection
              : (gemma || f->family == Family::kQwen3 || f->family == Family::kQwen3Moe) ? QkNorm::kPerHead
                                                                                        : QkNorm::kNone;
-  c.ropePairing = RopePairing::kHalf;  // HF's rotate_half, every family
+  c.ropePairing = RopePairing::kHalfSplit;  // HF's rotate_half, every family
   if (gemma) {
     c.blockNorms = BlockNorms::kSandwich;
     c.normShift = NormShift::kAddOne;

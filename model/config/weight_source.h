@@ -17,7 +17,7 @@
 //     or of an HF checkpoint's per-expert matrices, or of a transformers-v5 fused tensor.
 //   - The q/k row order is left as the file has it. A GGUF llama-family file holds q and k
 //     rows permuted by llama.cpp's converter (§6.1); its config says RopePairing::
-//     kInterleaved, which rotates exactly the pairs the permutation made adjacent, so the
+//     kAdjacent, which rotates exactly the pairs the permutation made adjacent, so the
 //     logits are those of the HF layout with half pairing (docs/concepts/families.md).
 //     qk_permutation.h has the permutation, for writers and tests.
 // A WeightSource is move-only; views stay valid while it lives (moving it is fine).

@@ -49,10 +49,6 @@ BlockShape ShapeOf(const ModelConfig& c) {
   return s;
 }
 
-Activation ActivationOf(const ModelConfig& c) {
-  return c.activation == wb::model::Activation::kSilu ? Activation::kSilu : Activation::kGeluTanh;
-}
-
 RopeTable TableFor(const Rope& rope, int headDim, int tokens) {
   const RopeFrequencies f = ComputeRopeFrequencies(rope, headDim);
   return MakeRopeTable(0, tokens, f.inverse, f.attentionFactor);
@@ -178,8 +174,8 @@ wb::Expected<DecoderLogits> RunDecoder(const ModelConfig& c, const ModelWeights&
     }
   }
   Forward f{c, t, ShapeOf(c), BlockRecipe{}, {}, {}};
-  f.recipe.ropePairing = c.ropePairing == wb::model::RopePairing::kHalf ? RopePairing::kHalfSplit : RopePairing::kAdjacent;
-  f.recipe.activation = ActivationOf(c);
+  f.recipe.ropePairing = c.ropePairing;  // one enum for both (model/switches.h)
+  f.recipe.activation = c.activation;
   f.globalRope = TableFor(c.rope, c.headDim, t);
   if (c.hasLocalRope) f.localRope = TableFor(c.localRope, c.headDim, t);
 
