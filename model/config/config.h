@@ -11,9 +11,9 @@
 // error naming the file and the key; DescribeConfig(config) renders the sizes and the
 // switches they imply as text, one line per switch.
 //
-// Sources (family-spec keys): the switch per family is family-spec §1; the defaults are §2;
-// the GGUF metadata is §5; where transformers and llama.cpp disagree the HF reading wins
-// (§9, see docs/concepts/families.md).
+// Sources: transformers' modeling and configuration code (src/transformers/models/<family>/),
+// the GGUF metadata of ggml's docs/gguf.md and llama.cpp's src/llama-model.cpp; where
+// transformers and llama.cpp disagree the HF reading wins (docs/concepts/families.md).
 #pragma once
 
 #include <string>
@@ -30,7 +30,8 @@ enum class Family { kLlama, kMistral, kMixtral, kQwen2, kQwen3, kQwen3Moe, kGemm
 // Where the config and its weights come from: decides which names the tensors have.
 enum class WeightFormat { kHuggingFace, kGguf };
 
-// How the rotation frequencies are stretched for long contexts (family-spec §3.8).
+// How the rotation frequencies are stretched for long contexts (transformers'
+// src/transformers/modeling_rope_utils.py, _compute_*_parameters).
 enum class RopeScaling {
   kNone,
   kLinear,  // inv_freq / factor
@@ -51,7 +52,8 @@ struct Rope {
   bool truncate = true;              // yarn: floor/ceil the correction range
   double attentionFactor = 1.0;      // yarn: multiplies cos and sin; 1 otherwise
   // GGUF llama3: llama.cpp's converter precomputes one divisor per pair (rope_freqs.weight);
-  // when present it replaces the band computation (family-spec §6.6).
+  // when present it replaces the band computation (`LlamaModel.generate_extra_tensors` in
+  // convert_hf_to_gguf.py).
   std::vector<double> frequencyDivisors;
 };
 
@@ -132,7 +134,7 @@ struct ModelConfig {
 std::string_view FamilyName(Family family);  // the HF model_type
 std::string_view RopeScalingName(RopeScaling scaling);
 
-// The rules every config must meet (seed 000's list): every size positive, heads split
+// The rules every config must meet: every size positive, heads split
 // evenly into kv groups, headDim even, eps/theta/factors/scales positive, one recipe per
 // layer, experts per token in [1, experts], a window for sliding layers. The message names
 // config.source and the field.

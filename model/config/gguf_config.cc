@@ -17,7 +17,8 @@ namespace {
 struct Architecture {
   std::string_view name;  // general.architecture
   Family family;
-  RopePairing pairing;    // llama_model_rope_type(): NORM for llama, NEOX for the rest (§1)
+  RopePairing pairing;    // llama_model_rope_type() (llama.cpp's src/llama-model.cpp): NORM for
+                          // llama, NEOX for the rest
 };
 
 constexpr Architecture kArchitectures[] = {
@@ -88,7 +89,8 @@ std::optional<uint64_t> TensorElements(const GgufFile& file, std::string_view na
   return t->ElementCount();
 }
 
-// rope.scaling.* (family-spec §3.8, §5): linear or yarn; a factor without a type is linear.
+// rope.scaling.* (the `{arch}.rope.scaling.*` keys of ggml's docs/gguf.md): linear or yarn; a
+// factor without a type is linear.
 Expected<Rope> ReadRopeScaling(const GgufFile& file, const ArchKeys& k, double theta, int contextLength) {
   FirstError e;
   Rope rope;
@@ -223,7 +225,8 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& file) {
   c.ffn = c.anyDense() ? feedForward : 0;
   if (c.anyMoe()) c.expertFfn = e.Take(k.Count("expert_feed_forward_length", feedForward));
   if (c.anyMoe()) {
-    const bool llamaCppRenorm = c.family != Family::kOlmoe;  // §3.6: norm_w per graph
+    // build_moe_ffn's norm_w, as each llama.cpp graph sets it (src/models/<arch>.cpp).
+    const bool llamaCppRenorm = c.family != Family::kOlmoe;
     c.renormaliseTopK = e.Take(file.GetBoolOr(k.Key("expert_weights_norm"), llamaCppRenorm));
   }
 
@@ -247,7 +250,7 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& file) {
     c.blockNorms = BlockNorms::kSandwich;
     c.activation = Activation::kGeluTanh;
     c.embeddingScale = EmbeddingScale::kSqrtHidden;
-    c.normShift = NormShift::kNone;  // the converter stored 1 + w (§6.2)
+    c.normShift = NormShift::kNone;  // the converter stored 1 + w (Gemma3Model.modify_tensors)
     // llama.cpp ignores query_pre_attn_scalar: 1/√(hidden/heads) for the 62-layer 27B, else
     // 1/√headDim (D5); an explicit attention.scale wins.
     const double ruleScale = c.layerCount() == 62 ? 1.0 / std::sqrt(static_cast<double>(c.hidden / c.heads))

@@ -18,8 +18,8 @@ namespace {
 constexpr int kFromHeads = -1;      // a default computed from other keys
 constexpr int kNotAField = -2;      // head_dim: the class has no such key (qwen2, olmoe)
 
-// The defaults of transformers' config classes (family-spec §2 and its sources,
-// T/models/<family>/configuration_<family>.py).
+// The defaults of transformers' config classes
+// (src/transformers/models/<family>/configuration_<family>.py).
 struct FamilyDefaults {
   Family family;
   std::string_view modelType;
@@ -65,7 +65,7 @@ Expected<Activation> ReadActivation(const JsonKeys& keys, Family family) {
   return keys.Wrong(key, fmt::format("\"{}\" is not supported (supported: silu, gelu_pytorch_tanh)", *name));
 }
 
-// head_dim, by the family's rule (family-spec §2, head_dim row).
+// head_dim, by the family's rule (its configuration_<family>.py and modeling code).
 Expected<int> ReadHeadDim(const JsonKeys& keys, const FamilyDefaults& f, int hidden, int heads) {
   const int derived = hidden % heads == 0 ? hidden / heads : 0;
   if (f.headDim == kNotAField) {
@@ -90,7 +90,8 @@ Expected<int> ReadHeadDim(const JsonKeys& keys, const FamilyDefaults& f, int hid
   return derived;
 }
 
-// Per-layer sliding flags (family-spec §2, derived per-layer rules).
+// Per-layer sliding flags (layer_types, or the rule of each family's config
+// class: __post_init__ for qwen2/qwen3, Gemma3TextConfig in models/gemma3/modular_gemma3.py).
 Status ReadWindows(const JsonKeys& keys, const FamilyDefaults& f, ModelConfig& c) {
   FirstError e;
   if (IsQwen(f.family)) {
@@ -133,7 +134,8 @@ Status ReadWindows(const JsonKeys& keys, const FamilyDefaults& f, ModelConfig& c
   return Status::Ok();
 }
 
-// Experts, per family (family-spec §2 family-specific keys, §3.6).
+// Experts, per family (each family's configuration and sparse MoE block:
+// MixtralSparseMoeBlock, Qwen3MoeSparseMoeBlock, OlmoeSparseMoeBlock).
 Status ReadExperts(const JsonKeys& keys, Family family, int intermediate, ModelConfig& c) {
   FirstError e;
   switch (family) {
@@ -235,8 +237,8 @@ Expected<ModelConfig> ParseHfConfig(std::string_view text, const std::string& pa
     return keys.Wrong("clip_qkv", "clamping q, k and v is not supported; it must be null");
   }
 
-  // Biases (family-spec §1): Qwen2 always has q/k/v bias and no o bias; Mistral and Mixtral
-  // have none; the rest follow attention_bias for q, k, v and o alike.
+  // Biases (each family's attention module): Qwen2 always has q/k/v bias and no o bias;
+  // Mistral and Mixtral have none; the rest follow attention_bias for q, k, v and o alike.
   if (f->family == Family::kQwen2) {
     c.qkvBias = true;
   } else if (f->family != Family::kMistral && f->family != Family::kMixtral) {

@@ -2,7 +2,8 @@
 //
 // Contract: ParseHfConfig accepts model_type llama, mistral, mixtral, qwen2, qwen3,
 // qwen3_moe, gemma3_text and olmoe. An absent key takes the default of transformers' config
-// class for that family (family-spec §2); the switches follow the family (§1, §3). Options
+// class for that family (src/transformers/models/<family>/configuration_<family>.py); the
+// switches follow the family (the family table of docs/concepts/families.md). Options
 // the reference does not implement are rejected with a message naming the file and the key:
 // mlp_bias true, OLMoE's clip_qkv, Qwen's use_sliding_window true, a head_dim that qwen2 or
 // olmoe would ignore, partial rotary factors, RoPE types other than default/linear/llama3/

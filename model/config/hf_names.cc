@@ -13,7 +13,7 @@ struct NamePair {
   std::string_view hf;    // after "model.layers.N."
 };
 
-// family-spec §4, the rows every family shares.
+// gguf-py's tensor_mapping.py (llama.cpp), the rows every family shares.
 constexpr NamePair kBlockNames[] = {
     {"attn_norm.weight", "input_layernorm.weight"},
     {"attn_q.weight", "self_attn.q_proj.weight"},
@@ -68,7 +68,7 @@ std::vector<std::string> HfNamesFor(std::string_view ggufName, Family family) {
     return {prefix + "post_attention_layernorm.weight"};
   }
   if (rest == "ffn_gate_inp.weight") {
-    // Mixtral's router; transformers v5 renames it mlp.gate (family-spec §4 notes).
+    // Mixtral's router; transformers v5 renames it mlp.gate (models/mixtral/modeling_mixtral.py).
     if (family == Family::kMixtral) return {prefix + "block_sparse_moe.gate.weight", prefix + "mlp.gate.weight"};
     return {prefix + "mlp.gate.weight"};
   }

@@ -1,4 +1,4 @@
-// Hugging Face tensor names for GGUF tensor names (family-spec §4).
+// Hugging Face tensor names for GGUF tensor names (gguf-py's tensor_mapping.py in llama.cpp).
 //
 // Contract: HfNamesFor gives the names a family's safetensors checkpoint may store a GGUF
 // tensor under, most likely first; an empty list means the tensor has no HF counterpart

@@ -11,7 +11,7 @@ namespace wb::model {
 namespace {
 
 // YaRN's default attention factor: 0.1·m·ln(s) + 1 for s > 1, else 1
-// (get_mscale in T/modeling_rope_utils.py _compute_yarn_parameters, family-spec §3.8).
+// (get_mscale in _compute_yarn_parameters, transformers' src/transformers/modeling_rope_utils.py).
 double YarnMscale(double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; }
 
 // One parameter set. `set` is the object holding the type and its parameters (rope_scaling,

@@ -1,4 +1,4 @@
-// RoPE parameters from a Hugging Face config.json, in its three forms (family-spec §2 end).
+// RoPE parameters from a Hugging Face config.json, in transformers v4 and v5 forms.
 //
 // Contract: ParseHfRope reads
 //   1. v4: top-level rope_theta + rope_scaling {type | rope_type, factor, ...};

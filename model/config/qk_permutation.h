@@ -1,4 +1,5 @@
-// llama.cpp's q/k row permutation for llama-family GGUF files (family-spec §6.1).
+// llama.cpp's q/k row permutation for llama-family GGUF files (`LlamaModel.permute`,
+// llama.cpp's convert_hf_to_gguf.py).
 //
 // Contract: the converter regroups each head's rows so that the two halves HF's rotate_half
 // pairs (i and i + headDim/2) become adjacent rows (2i and 2i + 1):

@@ -5,20 +5,23 @@
 //   - Open(path) maps the file(s) and reads the config (LoadModelConfig's rules). Nothing is
 //     copied: a WeightMatrix is a typed view into the mapping whose rows are dequantised to
 //     f32 on demand, so a model never needs more memory than its files' pages.
-//   - Tensors are asked for by GGUF name (family-spec §4); for an HF checkpoint the name is
-//     mapped (hf_names.h), Gemma's post_attention_layernorm ambiguity included.
+//   - Tensors are asked for by GGUF name (gguf-py's tensor_mapping.py in llama.cpp); for an HF
+//     checkpoint the name is mapped (hf_names.h), Gemma's post_attention_layernorm ambiguity
+//     included.
 //   - Every request states the expected shape, row-major as in HF ([out, in] for a matrix).
 //     A missing tensor, or one of another shape, is an Error naming the file, the tensor
 //     (and its HF name) and both shapes: nothing downstream checks sizes again.
 //   - Vector() copies a bias (or any 1-D tensor) out as f32; Norm() a norm weight, with +1
 //     added in f32 when the shift is kAddOne (HF Gemma, config().normShift), the dtype of
-//     Gemma3RMSNorm's (1 + w) (family-spec §3.2, §6.2); a GGUF Gemma already stores 1 + w.
+//     Gemma3RMSNorm's (1 + w) (transformers' models/gemma3/modeling_gemma3.py); a GGUF Gemma
+//     already stores 1 + w (`Gemma3Model.modify_tensors`, llama.cpp's convert_hf_to_gguf.py).
 //   - Expert(): expert e of a stacked GGUF tensor (shape [E, rows, cols], expert outermost),
 //     or of an HF checkpoint's per-expert matrices, or of a transformers-v5 fused tensor.
 //   - The q/k row order is left as the file has it. A GGUF llama-family file holds q and k
-//     rows permuted by llama.cpp's converter (§6.1); its config says RopePairing::
-//     kAdjacent, which rotates exactly the pairs the permutation made adjacent, so the
-//     logits are those of the HF layout with half pairing (docs/concepts/families.md).
+//     rows permuted by llama.cpp's converter (`LlamaModel.permute`, convert_hf_to_gguf.py);
+//     its config says RopePairing::kAdjacent, which rotates exactly the pairs the
+//     permutation made adjacent, so the logits are those of the HF layout with half pairing
+//     (docs/concepts/families.md).
 //     qk_permutation.h has the permutation, for writers and tests.
 // A WeightSource is move-only; views stay valid while it lives (moving it is fine).
 #pragma once

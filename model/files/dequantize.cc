@@ -1,5 +1,5 @@
 // DequantizeRow: blocks to floats, the same operations in the same order as ggml's
-// `dequantize_row_*` (G/src/ggml-quants.c), so results are bit-identical.
+// `dequantize_row_*` (ggml's src/ggml-quants.c), so results are bit-identical.
 //
 // A note on rounding: a half has at most 11 significant bits and every code or sub-block scale
 // at most 8, so each product below (d*q, d*sc*q, dmin*m) is exact in f32; only the final add

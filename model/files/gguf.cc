@@ -1,5 +1,5 @@
 // The GGUF parser: header, metadata, tensor infos, layout checks; see gguf.h for the rules.
-// Facts from G/docs/gguf.md and G/src/gguf.cpp (`gguf_init_from_reader`); the code is ours.
+// Facts from ggml's docs/gguf.md and src/gguf.cpp (`gguf_init_from_reader`); the code is ours.
 #include "gguf.h"
 
 #include <algorithm>

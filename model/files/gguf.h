@@ -1,6 +1,6 @@
 // A GGUF file, parsed and checked, with its tensor data left in place.
 //
-// Layout (G/docs/gguf.md, G/src/gguf.cpp; all little-endian):
+// Layout (ggml's docs/gguf.md, ggml's src/gguf.cpp; all little-endian):
 //   header        "GGUF", u32 version (2 or 3), u64 tensor_count, u64 kv_count
 //   metadata      kv_count x { string key, u32 value type, value }
 //   tensor infos  tensor_count x { string name, u32 n_dims, u64 ne[n_dims], u32 type, u64 offset }
@@ -54,7 +54,7 @@
 
 namespace wb {
 
-// Value type ids of GGUF metadata (`gguf_type` in G/include/gguf.h).
+// Value type ids of GGUF metadata (`gguf_type` in ggml's include/gguf.h).
 enum class GgufValueType : uint32_t {
   kU8 = 0,
   kI8 = 1,
@@ -77,7 +77,7 @@ std::string GgufValueTypeName(GgufValueType type);
 // Bytes of one element of a fixed-size type; 0 for string and array.
 uint32_t GgufValueTypeBytes(GgufValueType type);
 
-constexpr uint32_t kGgufDefaultAlignment = 32;  // GGUF_DEFAULT_ALIGNMENT, G/include/gguf.h
+constexpr uint32_t kGgufDefaultAlignment = 32;  // GGUF_DEFAULT_ALIGNMENT, ggml's include/gguf.h
 constexpr uint32_t kGgufMaxArrayDepth = 8;      // arrays inside arrays inside ... (our bound)
 // Our bounds on what a file may declare, far above any real model (a few dozen keys, a few
 // thousand tensors, no nested arrays), so that parsed structures stay within a small multiple
@@ -150,8 +150,8 @@ class GgufFile {
   // Typed getters. A missing key is "model.gguf: key 'k' is missing"; a key of another type is
   // "model.gguf: key 'k' is a string, expected u32". Conversions accepted (and nothing else):
   //   GetU32  u8, u16, u32; also i8, i16, i32, u64, i64 when the value fits in u32. llama.cpp's
-  //           loader insists on exactly u32 (GKV::get_kv in L/src/llama-model-loader.cpp); we
-  //           are lenient because hand-written and older files use i32 and u64 for counts.
+  //           loader insists on exactly u32 (GKV::get_kv in llama.cpp's
+  //           src/llama-model-loader.cpp); we are lenient because hand-written and older files use i32 and u64 for counts.
   //   GetU64  any integer type whose value is non-negative.
   //   GetI64  any integer type whose value fits in i64.
   //   GetF32  f32; also f64 (rounded to nearest f32). Integers are rejected: a float key written

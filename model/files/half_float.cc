@@ -2,7 +2,7 @@
 //
 // binary16: 1 sign bit, 5 exponent bits (bias 15), 10 fraction bits. Every half is exactly a
 // float, so widening is a re-packing of bits; narrowing rounds to nearest, ties to even.
-// bfloat16 is the upper half of a binary32 (`ggml_compute_bf16_to_fp32`, G/src/ggml-impl.h).
+// bfloat16 is the upper half of a binary32 (`ggml_compute_bf16_to_fp32`, ggml's src/ggml-impl.h).
 #include <bit>
 #include <cstdint>
 

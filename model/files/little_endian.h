@@ -2,8 +2,8 @@
 //
 // Contract: LoadLE<T>(p) reads sizeof(T) bytes at p (any alignment) as a little-endian T.
 // The caller guarantees the bytes exist; bounds are the cursor's job (byte_cursor.h).
-// GGUF and safetensors are little-endian (G/docs/gguf.md, S/README.md); the workbook builds
-// only on little-endian hosts, which the static_assert enforces.
+// GGUF and safetensors are little-endian (ggml's docs/gguf.md, safetensors' README.md); the
+// workbook builds only on little-endian hosts, which the static_assert enforces.
 #pragma once
 
 #include <bit>

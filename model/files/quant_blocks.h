@@ -1,4 +1,4 @@
-// The block layouts of ggml's quantized types, byte for byte (G/src/ggml-common.h).
+// The block layouts of ggml's quantized types, byte for byte (ggml's src/ggml-common.h).
 //
 // Contract: each struct has exactly the size and field order of the ggml block it mirrors
 // (the static_asserts check the sizes); `half` fields hold IEEE binary16 bits. Blocks are read

@@ -1,5 +1,5 @@
 // The two reference quantizers (Q8_0, Q4_0), with the rounding rules of ggml's
-// `quantize_row_q8_0_ref` and `quantize_row_q4_0_ref` (G/src/ggml-quants.c). The scale is
+// `quantize_row_q8_0_ref` and `quantize_row_q4_0_ref` (ggml's src/ggml-quants.c). The scale is
 // computed in f32, stored as half; values are scaled by the f32 inverse of the unrounded scale.
 #include <algorithm>
 #include <cmath>

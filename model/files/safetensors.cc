@@ -1,6 +1,6 @@
 // The safetensors parser: header length, JSON header, entries, tiling; see safetensors.h.
-// Facts from S/README.md and the reference reader S/safetensors/src/tensor.rs (`read_metadata`,
-// `Metadata::validate`); the code is ours. nlohmann-json exceptions never leave this file.
+// Facts from the safetensors repository: README.md and its reference reader
+// safetensors/src/tensor.rs (`read_metadata`, `Metadata::validate`); the code is ours. nlohmann-json exceptions never leave this file.
 #include "safetensors.h"
 
 #include <algorithm>
@@ -27,7 +27,7 @@ struct DtypeInfo {
   uint32_t bytes;
 };
 
-// The dtypes of S/safetensors/src/tensor.rs `Dtype` with whole-byte elements.
+// The dtypes of safetensors' safetensors/src/tensor.rs `Dtype` with whole-byte elements.
 constexpr DtypeInfo kDtypes[] = {
     {SafetensorsDtype::kBool, "BOOL", 1},         {SafetensorsDtype::kU8, "U8", 1},
     {SafetensorsDtype::kI8, "I8", 1},             {SafetensorsDtype::kF8_E5M2, "F8_E5M2", 1},

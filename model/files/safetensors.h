@@ -1,6 +1,7 @@
 // safetensors files and Hugging Face checkpoints made of them.
 //
-// Layout (S/README.md "Format"; S/safetensors/src/tensor.rs is the reference reader):
+// Layout (the safetensors repository's README.md "Format"; its safetensors/src/tensor.rs is
+// the reference reader):
 //   u64 N (little-endian) | N bytes of UTF-8 JSON | the byte buffer
 // The JSON is an object: tensor name -> {"dtype", "shape", "data_offsets": [begin, end)} with
 // offsets relative to the byte buffer (file offset 8+N), plus an optional "__metadata__"
@@ -42,7 +43,7 @@
 
 namespace wb {
 
-constexpr uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;  // MAX_HEADER_SIZE, S/safetensors/src/tensor.rs
+constexpr uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;  // MAX_HEADER_SIZE, safetensors/src/tensor.rs
 constexpr int kSafetensorsMaxJsonDepth = 16;                   // a tensor entry needs 3; this is our bound
 
 enum class SafetensorsDtype {

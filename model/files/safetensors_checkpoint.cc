@@ -1,6 +1,6 @@
 // SafetensorsCheckpoint: a Hugging Face directory with one file or an index and its shards.
 // The index format (`weight_map`: tensor -> shard) is what transformers writes and llama.cpp's
-// converter reads (`ModelBase.index_tensors`, L/conversion/base.py).
+// converter reads (`ModelBase.index_tensors`, llama.cpp's conversion/base.py).
 #include <filesystem>
 #include <set>
 #include <system_error>

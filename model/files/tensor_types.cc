@@ -16,7 +16,7 @@ struct TypeTraits {
   std::string_view name;
 };
 
-// Block sizes from G/src/ggml-common.h (QK*, sizeof(block_*)).
+// Block sizes from ggml's src/ggml-common.h (QK*, sizeof(block_*)).
 TypeTraits TraitsOf(TensorType type) {
   switch (type) {
     case TensorType::kF32: return {1, 4, "F32"};
@@ -31,7 +31,7 @@ TypeTraits TraitsOf(TensorType type) {
   return {1, 1, "?"};  // unreachable for a TensorType that came from LookupTensorType
 }
 
-// ggml's type names by id (`ggml_type` in G/include/ggml.h); "" for ids it has retired.
+// ggml's type names by id (`ggml_type` in ggml's include/ggml.h); "" for ids it has retired.
 constexpr std::string_view kGgmlTypeNames[] = {
     "F32",     "F16",    "Q4_0",    "Q4_1",   "",       "",       "Q5_0",  "Q5_1",  "Q8_0",    "Q8_1",
     "Q2_K",    "Q3_K",   "Q4_K",    "Q5_K",   "Q6_K",   "Q8_K",   "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",

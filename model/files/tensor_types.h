@@ -1,15 +1,15 @@
 // Tensor element types of model files: what the workbook can read, and how to turn it into floats.
 //
 // Contract:
-//   - TensorType holds exactly the GGUF/ggml type ids the workbook reads (G/docs/gguf.md,
-//     `ggml_type` in G/include/ggml.h). LookupTensorType() is the only way from a raw id to a
+//   - TensorType holds exactly the GGUF/ggml type ids the workbook reads (ggml's docs/gguf.md,
+//     `ggml_type` in ggml's include/ggml.h). LookupTensorType() is the only way from a raw id to a
 //     TensorType; it rejects every other id with a message that names the id (and the ggml
 //     name where one is known).
 //   - Types are stored in blocks: BlockElements() values take BlockBytes() bytes. Plain types
 //     have blocks of one element. RowBytes() gives the bytes of a row of `elements` values; it
 //     fails when `elements` is not a multiple of the block size or the size overflows u64.
 //   - DequantizeRow() turns one row of blocks into floats, exactly as ggml's reference
-//     `dequantize_row_*` does (G/src/ggml-quants.c), bit for bit: same operations, same
+//     `dequantize_row_*` does (ggml's src/ggml-quants.c), bit for bit: same operations, same
 //     order, no fused multiply-add (this library is compiled with -ffp-contract=off). Every
 //     product involved is exact in f32, so each value is the exact result rounded once.
 //   - Half (IEEE binary16) and bfloat16 conversions are done in software, exactly, with
@@ -50,7 +50,7 @@ inline constexpr TensorType kAllTensorTypes[] = {
 
 // Elements per block: 1 for F32/F16/BF16, 32 for Q4_0/Q4_1/Q8_0, 256 for the K-quants.
 uint32_t BlockElements(TensorType type);
-// Bytes per block (G/src/ggml-common.h): F32 4, F16 2, BF16 2, Q4_0 18, Q4_1 20, Q8_0 34,
+// Bytes per block (ggml's src/ggml-common.h): F32 4, F16 2, BF16 2, Q4_0 18, Q4_1 20, Q8_0 34,
 // Q4_K 144, Q6_K 210.
 uint32_t BlockBytes(TensorType type);
 // The ggml name: "F32", "F16", "Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q6_K", "BF16".
