@@ -4,8 +4,12 @@
 // other value is a different model a student can build by accident; the runner flips one
 // switch at a time to recognise such a mistake (a "misconception") in a failing buffer,
 // and the tests flip each one to prove the checkpoints tell them apart. The full-decoder
-// reference uses the same recipe for the family switches (activation, pairing).
+// reference uses the same recipe for the family switches (activation, pairing): those two
+// enums are the model library's own (model/switches.h), so a ModelConfig's value goes
+// into a recipe as it is.
 #pragma once
+
+#include "../../model/switches.h"
 
 namespace ref {
 
@@ -21,11 +25,10 @@ enum class NormEpsilon { kInside, kMissing };
 // Whether the normalised row is multiplied by the norm's weight vector.
 enum class NormWeight { kApplied, kMissing };
 
-// Which values of a head RoPE rotates together.
-enum class RopePairing {
-  kHalfSplit,  // (f, f + headDim/2): rotate_half, GGUF's NEOX
-  kAdjacent,   // (2f, 2f + 1): the interleaved layout, GGUF's NORM
-};
+// Which values of a head RoPE rotates together: kHalfSplit (f, f + headDim/2), HF's
+// rotate_half and llama.cpp's NEOX, or kAdjacent (2f, 2f + 1), the interleaved layout and
+// llama.cpp's NORM.
+using RopePairing = wb::model::RopePairing;
 
 // The direction of the rotation.
 enum class RopeDirection {
@@ -59,11 +62,9 @@ enum class Softmax {
 // Whether scores are multiplied by the attention scale (1/sqrt(headDim)).
 enum class ScoreScale { kApplied, kMissing };
 
-// The gated FFN's activation.
-enum class Activation {
-  kSilu,      // x * sigmoid(x)
-  kGeluTanh,  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-};
+// The gated FFN's activation: kSilu, x * sigmoid(x), or kGeluTanh,
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+using Activation = wb::model::Activation;
 
 // Which branch of the gated FFN goes through the activation.
 enum class GatedBranch {

@@ -168,6 +168,20 @@ double GeluTanh(double x) {
   return 0.5 * x * (1.0 + std::tanh(kSqrtTwoOverPi * (x + 0.044715 * x * x * x)));
 }
 
+double Activate(Activation activation, double x) {
+  return activation == Activation::kSilu ? Silu(x) : GeluTanh(x);
+}
+
+void GatedProduct(std::span<const double> gate, std::span<const double> up, Activation activation,
+                  GatedBranch branch, std::span<double> hidden) {
+  assert(gate.size() == up.size() && hidden.size() == gate.size());
+  // Element i reads gate[i] and up[i] before it writes hidden[i], so hidden may alias either.
+  for (size_t i = 0; i < hidden.size(); ++i) {
+    hidden[i] = branch == GatedBranch::kGate ? Activate(activation, gate[i]) * up[i]
+                                             : gate[i] * Activate(activation, up[i]);
+  }
+}
+
 void GatedFfn(std::span<const double> x, int rows, int width, int ffn,
               std::span<const float> gate, std::span<const float> up, std::span<const float> down,
               Activation activation, GatedBranch branch, std::span<double> out) {
@@ -175,12 +189,8 @@ void GatedFfn(std::span<const double> x, int rows, int width, int ffn,
   std::vector<double> upRows(gateRows.size());
   Project(x, rows, width, gate, ffn, gateRows);
   Project(x, rows, width, up, ffn, upRows);
-  auto act = [activation](double a) { return activation == Activation::kSilu ? Silu(a) : GeluTanh(a); };
   std::vector<double> hidden(gateRows.size());
-  for (size_t i = 0; i < hidden.size(); ++i) {
-    hidden[i] = branch == GatedBranch::kGate ? act(gateRows[i]) * upRows[i]
-                                             : gateRows[i] * act(upRows[i]);
-  }
+  GatedProduct(gateRows, upRows, activation, branch, hidden);
   Project(hidden, rows, ffn, down, width, out);
 }
 

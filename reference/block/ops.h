@@ -62,6 +62,13 @@ void Attend(std::span<const double> q, std::span<const double> k, std::span<cons
 
 double Silu(double x);
 double GeluTanh(double x);
+// Silu or GeluTanh, as the switch says.
+double Activate(Activation activation, double x);
+
+// hidden[i] = act(gate[i]) * up[i] (act(up) for GatedBranch::kUp): the gated FFN between its
+// two input projections and its down projection. hidden may be gate or up itself.
+void GatedProduct(std::span<const double> gate, std::span<const double> up, Activation activation,
+                  GatedBranch branch, std::span<double> hidden);
 
 // out = down(act(gate x) * up x), row by row; gate and up are (ffn, width), down (width, ffn).
 void GatedFfn(std::span<const double> x, int rows, int width, int ffn,

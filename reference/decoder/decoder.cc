@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -49,10 +50,6 @@ BlockShape ShapeOf(const ModelConfig& c) {
   return s;
 }
 
-Activation ActivationOf(const ModelConfig& c) {
-  return c.activation == wb::model::Activation::kSilu ? Activation::kSilu : Activation::kGeluTanh;
-}
-
 RopeTable TableFor(const Rope& rope, int headDim, int tokens) {
   const RopeFrequencies f = ComputeRopeFrequencies(rope, headDim);
   return MakeRopeTable(0, tokens, f.inverse, f.attentionFactor);
@@ -76,8 +73,14 @@ void QkNormalise(const Forward& f, std::vector<double>& x, int heads, std::span<
   x = Normalise(f, x, rows, width, weight);
 }
 
+// Keeps a copy of `buffer` as checkpoint c of the layer, when the caller traces layers.
+void Keep(LayerBuffers* keep, Checkpoint c, std::span<const double> buffer) {
+  if (keep != nullptr) (*keep)[Index(c)].assign(buffer.begin(), buffer.end());
+}
+
 // x += o_proj(attention(...)), with the sandwich norm on the branch when configured.
-Status AttentionHalf(const Forward& f, const LayerWeights& w, bool sliding, std::vector<double>& x) {
+Status AttentionHalf(const Forward& f, const LayerWeights& w, bool sliding, std::vector<double>& x,
+                     LayerBuffers* keep) {
   const ModelConfig& c = f.c;
   const int t = f.tokens;
   const std::vector<double> normed = Normalise(f, x, t, c.hidden, w.attnNorm);
@@ -95,6 +98,10 @@ Status AttentionHalf(const Forward& f, const LayerWeights& w, bool sliding, std:
   const RopeTable& rope = sliding && c.hasLocalRope ? f.localRope : f.globalRope;
   ApplyRope(q, t, c.heads, c.headDim, rope.cos, rope.sin, f.recipe.ropePairing, RopeDirection::kForward);
   ApplyRope(k, t, c.kvHeads, c.headDim, rope.cos, rope.sin, f.recipe.ropePairing, RopeDirection::kForward);
+  Keep(keep, Checkpoint::kNorm1, normed);
+  Keep(keep, Checkpoint::kQ, q);
+  Keep(keep, Checkpoint::kK, k);
+  Keep(keep, Checkpoint::kV, v);
 
   AttentionSpan span;
   span.queries = t;
@@ -103,12 +110,14 @@ Status AttentionHalf(const Forward& f, const LayerWeights& w, bool sliding, std:
   span.window = sliding ? c.slidingWindow : 0;  // keys p - W < j <= p
   std::vector<double> attended(q.size());
   Attend(q, k, v, span, f.shape, f.recipe, attended);
+  Keep(keep, Checkpoint::kAttnOut, attended);
 
   std::vector<double> branch(static_cast<size_t>(t) * c.hidden);
   if (Status s = ProjectStreamed(attended, t, w.o, branch); !s.ok()) return s;
   AddBias(branch, t, w.oBias);
   if (c.blockNorms == BlockNorms::kSandwich) branch = Normalise(f, branch, t, c.hidden, w.postAttnNorm);
   Add(x, branch, x);
+  Keep(keep, Checkpoint::kResidual1, x);
   return Status::Ok();
 }
 
@@ -153,7 +162,7 @@ Status ExpertFfn(const Forward& f, const LayerWeights& w, std::span<const double
 }
 
 // x += ffn(norm(x)), dense or experts, with the sandwich norm on the branch when configured.
-Status FfnHalf(const Forward& f, const LayerWeights& w, bool moe, std::vector<double>& x) {
+Status FfnHalf(const Forward& f, const LayerWeights& w, bool moe, std::vector<double>& x, LayerBuffers* keep) {
   const ModelConfig& c = f.c;
   const int t = f.tokens;
   const std::vector<double> normed = Normalise(f, x, t, c.hidden, w.ffnNorm);
@@ -163,13 +172,16 @@ Status FfnHalf(const Forward& f, const LayerWeights& w, bool moe, std::vector<do
   if (!s.ok()) return s;
   if (c.blockNorms == BlockNorms::kSandwich) branch = Normalise(f, branch, t, c.hidden, w.postFfnNorm);
   Add(x, branch, x);
+  Keep(keep, Checkpoint::kNorm2, normed);
+  Keep(keep, Checkpoint::kFfnOut, branch);
+  Keep(keep, Checkpoint::kOutput, x);
   return Status::Ok();
 }
 
-}  // namespace
-
-wb::Expected<DecoderLogits> RunDecoder(const ModelConfig& c, const ModelWeights& weights, std::span<const int> tokens,
-                                       LogitPositions positions) {
+// The forward pass of RunDecoder and RunDecoderTrace: the layers' buffers are kept only when
+// keepLayers is set; the arithmetic is the same either way.
+wb::Expected<DecoderTrace> Run(const ModelConfig& c, const ModelWeights& weights, std::span<const int> tokens,
+                               LogitPositions positions, bool keepLayers) {
   const int t = static_cast<int>(tokens.size());
   if (t == 0) return wb::BadUsage("the reference needs at least one token");
   for (int id : tokens) {
@@ -177,9 +189,12 @@ wb::Expected<DecoderLogits> RunDecoder(const ModelConfig& c, const ModelWeights&
       return wb::BadUsage(fmt::format("token {} is outside the vocabulary [0, {})", id, weights.embedding.rows));
     }
   }
-  Forward f{c, t, ShapeOf(c), BlockRecipe{}, {}, {}};
-  f.recipe.ropePairing = c.ropePairing == wb::model::RopePairing::kHalf ? RopePairing::kHalfSplit : RopePairing::kAdjacent;
-  f.recipe.activation = ActivationOf(c);
+  DecoderTrace trace;
+  trace.tokens = t;
+  trace.shape = ShapeOf(c);
+  Forward f{c, t, trace.shape, BlockRecipe{}, {}, {}};
+  f.recipe.ropePairing = c.ropePairing;  // one enum for both (model/switches.h)
+  f.recipe.activation = c.activation;
   f.globalRope = TableFor(c.rope, c.headDim, t);
   if (c.hasLocalRope) f.localRope = TableFor(c.localRope, c.headDim, t);
 
@@ -190,17 +205,22 @@ wb::Expected<DecoderLogits> RunDecoder(const ModelConfig& c, const ModelWeights&
     const double scale = std::sqrt(static_cast<double>(c.hidden));
     for (double& value : x) value *= scale;
   }
+  if (keepLayers) {
+    trace.embeddings = x;
+    trace.layers.resize(c.layerCount());
+  }
 
   // 2. The layers.
   for (int layer = 0; layer < c.layerCount(); ++layer) {
     const LayerRecipe& recipe = c.layers[layer];
-    if (Status s = AttentionHalf(f, weights.layers[layer], recipe.sliding, x); !s.ok()) return s.error();
-    if (Status s = FfnHalf(f, weights.layers[layer], recipe.moe, x); !s.ok()) return s.error();
+    LayerBuffers* keep = keepLayers ? &trace.layers[layer] : nullptr;
+    if (Status s = AttentionHalf(f, weights.layers[layer], recipe.sliding, x, keep); !s.ok()) return s.error();
+    if (Status s = FfnHalf(f, weights.layers[layer], recipe.moe, x, keep); !s.ok()) return s.error();
   }
 
   // 3. Final norm and head, for the rows asked for.
   const int first = positions == LogitPositions::kAll ? 0 : t - 1;
-  DecoderLogits out;
+  DecoderLogits& out = trace.logits;
   out.firstPosition = first;
   out.rows = t - first;
   out.vocab = static_cast<int>(weights.head.rows);
@@ -211,7 +231,16 @@ wb::Expected<DecoderLogits> RunDecoder(const ModelConfig& c, const ModelWeights&
   if (c.finalLogitSoftcap > 0) {
     for (double& logit : out.values) logit = c.finalLogitSoftcap * std::tanh(logit / c.finalLogitSoftcap);
   }
-  return out;
+  return trace;
+}
+
+}  // namespace
+
+wb::Expected<DecoderLogits> RunDecoder(const ModelConfig& c, const ModelWeights& weights, std::span<const int> tokens,
+                                       LogitPositions positions) {
+  auto trace = Run(c, weights, tokens, positions, /*keepLayers=*/false);
+  if (!trace) return trace.error();
+  return std::move(trace->logits);
 }
 
 wb::Expected<DecoderLogits> RunDecoder(const WeightSource& source, std::span<const int> tokens,
@@ -219,6 +248,18 @@ wb::Expected<DecoderLogits> RunDecoder(const WeightSource& source, std::span<con
   auto weights = BindWeights(source.config(), source);
   if (!weights) return weights.error();
   return RunDecoder(source.config(), *weights, tokens, positions);
+}
+
+wb::Expected<DecoderTrace> RunDecoderTrace(const ModelConfig& c, const ModelWeights& weights,
+                                           std::span<const int> tokens, LogitPositions positions) {
+  return Run(c, weights, tokens, positions, /*keepLayers=*/true);
+}
+
+wb::Expected<DecoderTrace> RunDecoderTrace(const WeightSource& source, std::span<const int> tokens,
+                                           LogitPositions positions) {
+  auto weights = BindWeights(source.config(), source);
+  if (!weights) return weights.error();
+  return RunDecoderTrace(source.config(), *weights, tokens, positions);
 }
 
 }  // namespace ref

@@ -1,4 +1,5 @@
-// Top-k expert routing of one token (family-spec §3.6).
+// Top-k expert routing of one token (`MixtralSparseMoeBlock` and its kin in
+// transformers; docs/concepts/families.md).
 //
 // Contract: RouteToken takes the router's logits over all E experts and returns the k
 // chosen experts with their weights:

@@ -1,4 +1,5 @@
-// Per-pair RoPE frequencies of a ModelConfig's Rope, in float64 (family-spec §3.3, §3.8).
+// Per-pair RoPE frequencies of a ModelConfig's Rope, in float64 (transformers'
+// src/transformers/modeling_rope_utils.py).
 //
 // Contract: RopeFrequencies(rope, headDim) returns inverse frequencies for the headDim/2
 // pairs and the factor cos and sin are multiplied by:
@@ -15,7 +16,7 @@
 
 #include <vector>
 
-#include "runner/model/config.h"
+#include "model/config/config.h"
 
 namespace ref {
 

@@ -48,10 +48,7 @@ wb::Status GatedFfnStreamed(std::span<const double> x, int rows, const WeightMat
   std::vector<double> upRows(gated.size());
   if (wb::Status s = ProjectStreamed(x, rows, gate, gated); !s.ok()) return s;
   if (wb::Status s = ProjectStreamed(x, rows, up, upRows); !s.ok()) return s;
-  for (size_t i = 0; i < gated.size(); ++i) {
-    const double a = activation == Activation::kSilu ? Silu(gated[i]) : GeluTanh(gated[i]);
-    gated[i] = a * upRows[i];
-  }
+  GatedProduct(gated, upRows, activation, GatedBranch::kGate, gated);  // in place: act(gate) ⊙ up
   return ProjectStreamed(gated, rows, down, out);
 }
 

@@ -11,7 +11,7 @@
 
 #include "common/expected.h"
 #include "reference/block/block_recipe.h"
-#include "runner/model/weight_source.h"
+#include "model/config/weight_source.h"
 
 namespace ref {
 

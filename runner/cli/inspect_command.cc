@@ -18,14 +18,14 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
-#include "runner/modelfile/gguf.h"
-#include "runner/modelfile/model_file_summary.h"
-#include "runner/modelfile/safetensors.h"
-// The parsed config comes from runner/model/ (ModelConfig), built in the same tree; a checkout
+#include "model/files/gguf.h"
+#include "model/files/model_file_summary.h"
+#include "model/files/safetensors.h"
+// The parsed config comes from model/config/ (ModelConfig), built in the same tree; a checkout
 // without it still dumps files.
-#if __has_include("runner/model/config.h")
+#if __has_include("model/config/config.h")
 #define WB_HAVE_MODEL_CONFIG 1
-#include "runner/model/config.h"
+#include "model/config/config.h"
 #else
 #define WB_HAVE_MODEL_CONFIG 0
 #endif
@@ -37,12 +37,12 @@ namespace {
 namespace fsys = std::filesystem;
 
 struct ConfigSection {
-  bool available = false;  // the build has runner/model
+  bool available = false;  // the build has model/config
   bool ok = false;
   std::string text;        // DescribeConfig's lines, or the error
 };
 
-// --- the parsed config: runner/model's LoadModelConfig and DescribeConfig -------------------
+// --- the parsed config: model/config's LoadModelConfig and DescribeConfig -------------------
 ConfigSection DescribeModelConfig(const std::string& path) {
   ConfigSection section;
 #if WB_HAVE_MODEL_CONFIG
@@ -52,7 +52,7 @@ ConfigSection DescribeModelConfig(const std::string& path) {
   section.text = config.ok() ? model::DescribeConfig(*config) : config.error().message;
 #else
   (void)path;
-  section.text = "not available: this build does not include runner/model";
+  section.text = "not available: this build does not include model/config";
 #endif
   return section;
 }

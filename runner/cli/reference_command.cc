@@ -19,7 +19,7 @@
 
 #include "command.h"
 #include "reference/decoder/decoder.h"
-#include "runner/model/weight_source.h"
+#include "model/config/weight_source.h"
 
 namespace wb::cli {
 

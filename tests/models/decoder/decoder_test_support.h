@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "reference/decoder/decoder.h"
-#include "runner/model/model_weights.h"
-#include "runner/model/weight_source.h"
+#include "model/config/model_weights.h"
+#include "model/config/weight_source.h"
 
 namespace wbtest {
 

@@ -98,9 +98,9 @@ TEST_CASE("each fixture exercises its switches: flipping one moves the logits") 
   };
   const std::vector<Flip> flips = {
       {"llama", "model.gguf", "half pairing on permuted rows",
-       [](ModelConfig& c) { c.ropePairing = wb::model::RopePairing::kHalf; }},
+       [](ModelConfig& c) { c.ropePairing = wb::model::RopePairing::kHalfSplit; }},
       {"llama", "hf", "interleaved pairing on HF rows",
-       [](ModelConfig& c) { c.ropePairing = wb::model::RopePairing::kInterleaved; }},
+       [](ModelConfig& c) { c.ropePairing = wb::model::RopePairing::kAdjacent; }},
       {"llama", "hf", "no llama3 scaling", [](ModelConfig& c) { c.rope.scaling = wb::model::RopeScaling::kNone; }},
       {"llama", "model.gguf", "rope_freqs all 1", [](ModelConfig& c) { c.rope.frequencyDivisors.assign(4, 1.0); }},
       {"mistral", "model.gguf", "no window", [](ModelConfig& c) { c.layers[1].sliding = false; }},

@@ -20,7 +20,7 @@ namespace {
 constexpr double kGoldenRelative = 1e-12;
 
 const std::string kRegenerate =
-    "regenerate with: build-dir/reference/decoder/workbook-make-fixtures data/models (and commit)";
+    "regenerate with: build-dir/reference/fixtures/workbook-make-fixtures data/models (and commit)";
 
 std::set<std::string> FilesUnder(const fs::path& root) {
   std::set<std::string> files;

@@ -11,7 +11,7 @@
 #include "decoder_test_support.h"
 #include "reference/decoder/rope_frequencies.h"
 #include "reference/fixtures/gguf_writer.h"
-#include "runner/model/config.h"
+#include "model/config/config.h"
 
 using wb::model::Family;
 using wb::model::LoadModelConfig;
@@ -103,8 +103,8 @@ TEST_CASE("each fixture's GGUF reads as its HF config, but for the file-layout s
     CHECK(b.attentionFactor == doctest::Approx(a.attentionFactor).epsilon(1e-7));
     // What differs is how the file stores the model.
     const bool llamaFamily = hf.family == Family::kLlama || hf.family == Family::kMistral || hf.family == Family::kMixtral;
-    CHECK(hf.ropePairing == RopePairing::kHalf);
-    CHECK(gguf.ropePairing == (llamaFamily ? RopePairing::kInterleaved : RopePairing::kHalf));
+    CHECK(hf.ropePairing == RopePairing::kHalfSplit);
+    CHECK(gguf.ropePairing == (llamaFamily ? RopePairing::kAdjacent : RopePairing::kHalfSplit));
     CHECK(gguf.normShift == wb::model::NormShift::kNone);
     CHECK(gguf.format == wb::model::WeightFormat::kGguf);
   }
@@ -121,7 +121,7 @@ TEST_CASE("llama.cpp's reader defaults: kv heads, key_length, freq_base, vocab f
   CHECK(c.tiedHead);  // no output.weight
   CHECK_FALSE(c.qkvBias);
   CHECK(c.qkNorm == QkNorm::kNone);
-  CHECK(c.ropePairing == RopePairing::kInterleaved);
+  CHECK(c.ropePairing == RopePairing::kAdjacent);
   CHECK_FALSE(c.anyMoe());
 }
 
@@ -136,7 +136,7 @@ TEST_CASE("tensor-table inference: head, biases, QK-norm kind, MoE layers, rope_
   CHECK(c.qkvBias);
   CHECK_FALSE(c.outputBias);
   CHECK(c.qkNorm == QkNorm::kPerHead);
-  CHECK(c.ropePairing == RopePairing::kHalf);
+  CHECK(c.ropePairing == RopePairing::kHalfSplit);
   c = Load(WriteGguf(dir, "olmoe", [](fx::GgufWriter& w) {
     w.AddU32("olmoe.expert_count", 4);
     w.AddU32("olmoe.expert_used_count", 2);

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/model/hf_config.h"
+#include "model/config/hf_config.h"
 
 using wb::model::Activation;
 using wb::model::BlockNorms;

@@ -7,7 +7,7 @@
 
 #include "decoder_test_support.h"
 #include "reference/block/ops.h"
-#include "runner/model/qk_permutation.h"
+#include "model/config/qk_permutation.h"
 
 using wb::model::PermuteRowsToGguf;
 using wb::model::PermuteRowsToHf;
@@ -15,7 +15,7 @@ using wb::model::PermuteRowsToHf;
 namespace {
 
 // W.reshape(n, 2, rows/n/2, cols).swapaxes(1, 2).reshape(rows, cols), spelled out with the
-// strides of the two row-major views (L/conversion/llama.py LlamaModel.permute).
+// strides of the two row-major views (llama.cpp's conversion/llama.py LlamaModel.permute).
 std::vector<float> ReshapeSwapaxes(const std::vector<float>& w, int rows, int cols, int n) {
   const int half = rows / n / 2;
   std::vector<float> out(w.size());

@@ -8,7 +8,7 @@
 
 #include "decoder_test_support.h"
 #include "reference/fixtures/make_fixtures.h"
-#include "runner/model/config.h"
+#include "model/config/config.h"
 
 namespace fs = std::filesystem;
 using wbtest::Quote;

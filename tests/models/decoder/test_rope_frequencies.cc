@@ -1,5 +1,5 @@
 // RoPE frequencies per scaling type, against values worked out by hand from the formulas of
-// family-spec §3.8 (T/modeling_rope_utils.py).
+// transformers' src/transformers/modeling_rope_utils.py.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 

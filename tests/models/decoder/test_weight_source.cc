@@ -14,7 +14,7 @@
 #include "reference/fixtures/make_fixtures.h"
 #include "reference/fixtures/safetensors_writer.h"
 #include "reference/fixtures/toy_weights.h"
-#include "runner/model/hf_config.h"
+#include "model/config/hf_config.h"
 
 using wb::model::ModelConfig;
 using wb::model::NormShift;

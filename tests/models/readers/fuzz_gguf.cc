@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "runner/modelfile/gguf.h"
-#include "runner/modelfile/model_file_summary.h"
-#include "runner/modelfile/tensor_view.h"
+#include "model/files/gguf.h"
+#include "model/files/model_file_summary.h"
+#include "model/files/tensor_view.h"
 
 namespace {
 

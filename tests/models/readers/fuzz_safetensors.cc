@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "runner/modelfile/model_file_summary.h"
-#include "runner/modelfile/safetensors.h"
-#include "runner/modelfile/tensor_view.h"
+#include "model/files/model_file_summary.h"
+#include "model/files/safetensors.h"
+#include "model/files/tensor_view.h"
 
 namespace {
 

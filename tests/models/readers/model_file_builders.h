@@ -1,6 +1,6 @@
 // Test-only writers of small GGUF and safetensors files, built in memory.
 //
-// Contract: GgufBuilder writes the layout of G/docs/gguf.md: header, metadata entries in the
+// Contract: GgufBuilder writes the layout of ggml's docs/gguf.md: header, metadata entries in the
 // order added, tensor infos, zero padding to the alignment, then each tensor's bytes padded
 // to the alignment, with offsets as ggml computes them. It records where each field was
 // written (fieldOffsets) so tests can corrupt exactly one field. Values are given as

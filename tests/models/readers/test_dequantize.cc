@@ -1,5 +1,5 @@
 // DequantizeRow: hand-built blocks of every type with values worked out from the formulas of
-// family-spec §7 (G/src/ggml-quants.c dequantize_row_*), written element by element here
+// ggml's src/ggml-quants.c (dequantize_row_*), written element by element here
 // rather than block by block as in the code under test.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "runner/modelfile/tensor_types.h"
+#include "model/files/tensor_types.h"
 #include "tests/models/readers/model_file_builders.h"
 
 using wb::TensorType;

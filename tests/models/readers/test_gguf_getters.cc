@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/modelfile/gguf.h"
+#include "model/files/gguf.h"
 #include "tests/models/readers/model_file_builders.h"
 
 using namespace wb::test;

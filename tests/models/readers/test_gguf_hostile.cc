@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/modelfile/gguf.h"
-#include "runner/modelfile/tensor_view.h"
+#include "model/files/gguf.h"
+#include "model/files/tensor_view.h"
 #include "tests/models/readers/model_file_builders.h"
 
 using namespace wb::test;

@@ -70,7 +70,7 @@ TEST_CASE("inspect --format json --no-config gives one JSON object") {
   CHECK(json["metadata"][2]["value"] == 1);
   CHECK_FALSE(json.contains("config"));
   // Without --no-config the same object gains a "config" member (ok or not: this toy file has
-  // no llama.embedding_length, so a build with runner/model reports what is missing).
+  // no llama.embedding_length, so a build with model/config reports what is missing).
   const Result withConfig = RunWorkbook("inspect --format json '" + path + "'");
   REQUIRE(withConfig.status == 0);
   const auto full = nlohmann::json::parse(withConfig.output);

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "runner/modelfile/mapped_file.h"
+#include "model/files/mapped_file.h"
 #include "tests/models/readers/temp_dir.h"
 
 using wb::MappedFile;

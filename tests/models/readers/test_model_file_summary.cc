@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/modelfile/model_file_summary.h"
-#include "runner/modelfile/printable.h"
+#include "model/files/model_file_summary.h"
+#include "model/files/printable.h"
 #include "tests/models/readers/model_file_builders.h"
 
 using namespace wb::test;

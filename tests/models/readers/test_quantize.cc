@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "runner/modelfile/tensor_types.h"
+#include "model/files/tensor_types.h"
 #include "tests/models/readers/model_file_builders.h"
 
 using wb::TensorType;

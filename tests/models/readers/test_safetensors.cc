@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/modelfile/safetensors.h"
+#include "model/files/safetensors.h"
 #include "tests/models/readers/model_file_builders.h"
 
 using namespace wb::test;

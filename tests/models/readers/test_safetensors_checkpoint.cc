@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/modelfile/safetensors.h"
+#include "model/files/safetensors.h"
 #include "tests/models/readers/temp_dir.h"
 
 using namespace wb::test;

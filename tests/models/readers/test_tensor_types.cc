@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "runner/modelfile/tensor_types.h"
+#include "model/files/tensor_types.h"
 
 using wb::TensorType;
 
@@ -86,7 +86,7 @@ TEST_CASE("the type table has ggml's ids, block sizes and names") {
     uint32_t elements, bytes;
     const char* name;
   };
-  // G/src/ggml-common.h: sizeof(block_q4_0) = 2 + 16, q4_1 = 4 + 16, q8_0 = 2 + 32,
+  // ggml's src/ggml-common.h: sizeof(block_q4_0) = 2 + 16, q4_1 = 4 + 16, q8_0 = 2 + 32,
   // q4_K = 4 + 12 + 128, q6_K = 128 + 64 + 16 + 2.
   const Row rows[] = {{0, 1, 4, "F32"},        {1, 1, 2, "F16"},         {2, 32, 2 + 16, "Q4_0"},
                       {3, 32, 4 + 16, "Q4_1"}, {8, 32, 2 + 32, "Q8_0"},  {12, 256, 4 + 12 + 128, "Q4_K"},

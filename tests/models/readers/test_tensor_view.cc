@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/modelfile/tensor_view.h"
+#include "model/files/tensor_view.h"
 #include "tests/models/readers/model_file_builders.h"
 
 using namespace wb::test;
