@@ -2,143 +2,176 @@
 // (online-softmax) attention, in float, written as plain loops.
 //
 // The contract (MAX_T, the cache, the signature) is contracts/stage02_decode.h; the sizes
-// and packed offsets are stage 1's. Token t of this call sits at position pos + t.
+// and packed offsets are stage 1's. Token t of this call sits at position pos + t: its
+// row in x and the nine outputs is row t, in the cache and the RoPE tables row pos + t.
+// The kernels come first, each with the shape of every buffer it touches; decoder_step
+// at the end is the step as a flat sequence of named steps.
 #include <cmath>
 #include <cstddef>
 #include <vector>
 
 #include "stage02_decode.h"
 
-void decoder_step(int n, int pos, const float* w, const float* x,
-                  const float* ropeCos, const float* ropeSin,
-                  float* kCache, float* vCache,
-                  float* norm1, float* q, float* k, float* v, float* attnOut,
-                  float* residual1, float* norm2, float* ffnOut, float* output) {
-  std::vector<float> accumulator(DH);  // one query head's running weighted sum of values
-  std::vector<float> hidden(F);        // one token's SiLU(gate) * up
+namespace {
 
-  // RMSNorm of one D-wide row: out = in / sqrt(mean(in^2) + eps) * weight.
-  auto rmsNorm = [](const float* in, const float* weight, float* out) {
-    float sumSquares = 0.0f;
-    for (int c = 0; c < D; ++c) sumSquares += in[c] * in[c];
-    const float inverseRms = 1.0f / std::sqrt(sumSquares / D + RMS_EPS);
-    for (int c = 0; c < D; ++c) out[c] = in[c] * inverseRms * weight[c];
-  };
+// The dot product of two vectors.  a (count), b (count)
+float Dot(const float* a, const float* b, int count) {
+  float sum = 0.0f;
+  for (int i = 0; i < count; ++i) sum += a[i] * b[i];
+  return sum;
+}
 
-  // out = matrix . in, for a row-major (rows, width) matrix: out[o] = sum_i matrix[o][i] in[i].
-  auto matVec = [](const float* matrix, int rows, int width, const float* in, float* out) {
-    for (int o = 0; o < rows; ++o) {
-      const float* row = matrix + static_cast<std::size_t>(o) * width;
-      float sum = 0.0f;
-      for (int i = 0; i < width; ++i) sum += row[i] * in[i];
-      out[o] = sum;
+// out = matrix . in, one dot product per matrix row.
+//   matrix (rows, width) row-major, in (width), out (rows)
+void MatVec(const float* matrix, int rows, int width, const float* in, float* out) {
+  for (int o = 0; o < rows; ++o) out[o] = Dot(matrix + static_cast<std::size_t>(o) * width, in, width);
+}
+
+// RMSNorm of one row: out = in / sqrt(mean(in^2) + RMS_EPS) * weight.
+//   in (D), weight (D), out (D)
+void RmsNorm(const float* in, const float* weight, float* out) {
+  float sumSquares = 0.0f;
+  for (int c = 0; c < D; ++c) sumSquares += in[c] * in[c];
+  const float inverseRms = 1.0f / std::sqrt(sumSquares / D + RMS_EPS);
+  for (int c = 0; c < D; ++c) out[c] = in[c] * inverseRms * weight[c];
+}
+
+// RoPE on every head of one q or k row, in place: in each head, the pair
+// (f, f + ROPE_PAIRS) turns by the angle whose cosine and sine are cosRow[f], sinRow[f].
+//   row (heads, DH); cosRow, sinRow (ROPE_PAIRS): the tables' row for the token's position
+void ApplyRope(float* row, int heads, const float* cosRow, const float* sinRow) {
+  for (int h = 0; h < heads; ++h) {
+    float* head = row + h * DH;  // (DH)
+    for (int f = 0; f < ROPE_PAIRS; ++f) {
+      const float c = cosRow[f];
+      const float s = sinRow[f];
+      const float a = head[f];
+      const float b = head[f + ROPE_PAIRS];
+      head[f] = a * c - b * s;
+      head[f + ROPE_PAIRS] = a * s + b * c;
     }
-  };
-
-  // RoPE on every head of one row at absolute position p: pair (f, f + 32) turns by angle(p, f).
-  auto rotateHeads = [&](float* row, int heads, int p) {
-    for (int h = 0; h < heads; ++h) {
-      float* head = row + h * DH;
-      for (int f = 0; f < ROPE_PAIRS; ++f) {
-        const float c = ropeCos[p * ROPE_PAIRS + f];
-        const float s = ropeSin[p * ROPE_PAIRS + f];
-        const float a = head[f];
-        const float b = head[f + ROPE_PAIRS];
-        head[f] = a * c - b * s;
-        head[f + ROPE_PAIRS] = a * s + b * c;
-      }
-    }
-  };
-
-  // 1. norm1: normalise each new input row, then scale by rms1.
-  for (int t = 0; t < n; ++t) rmsNorm(x + t * D, w + OFF_RMS1, norm1 + t * D);
-
-  // 2. The three projections of norm1.
-  for (int t = 0; t < n; ++t) {
-    matVec(w + OFF_WQ, D, D, norm1 + t * D, q + t * D);
-    matVec(w + OFF_WK, KV, D, norm1 + t * D, k + t * KV);
-    matVec(w + OFF_WV, KV, D, norm1 + t * D, v + t * KV);
   }
+}
 
-  // 3. RoPE on q and k at each token's absolute position, pos + t: the position in the
-  //    sequence, not in this call.
+// Appends the call's keys (already rotated) and values to the cache: token t goes to row
+// pos + t. Earlier rows belong to earlier calls and later rows to later ones.
+//   k, v (n, KV); kCache, vCache (MAX_T, KV): rows pos .. pos + n - 1 written, no other
+void AppendToCache(int n, int pos, const float* k, const float* v, float* kCache, float* vCache) {
   for (int t = 0; t < n; ++t) {
-    rotateHeads(q + t * D, HQ, pos + t);
-    rotateHeads(k + t * KV, HKV, pos + t);
-  }
-
-  // 4. Append the new keys (already rotated) and values to the cache: token t goes to row
-  //    pos + t. Earlier rows belong to earlier calls and later rows to later ones.
-  for (int t = 0; t < n; ++t) {
-    float* keyRow = kCache + (pos + t) * KV;
-    float* valueRow = vCache + (pos + t) * KV;
+    float* keyRow = kCache + (pos + t) * KV;    // (KV)
+    float* valueRow = vCache + (pos + t) * KV;  // (KV)
     for (int c = 0; c < KV; ++c) {
       keyRow[c] = k[t * KV + c];
       valueRow[c] = v[t * KV + c];
     }
   }
+}
 
-  // 5. Attention in one pass over the cache rows 0 .. p, with an online softmax
-  //    (Milakov & Gimelshein, "Online normalizer calculation for softmax", 2018). After
-  //    rows 0 .. j, with m the largest score so far:
-  //      normaliser  = sum_i exp(s_i - m),   accumulator = sum_i exp(s_i - m) v_i.
-  //    When a score s exceeds m, both sums are still weighted for the old maximum; the
-  //    factor exp(m - s) turns them into sums for the new one. At the end,
-  //    accumulator / normaliser is the softmax-weighted sum of the values, and no exp
-  //    ever sees a positive argument, so none can overflow.
+// One query head's attention over `count` cached rows in one pass, with an online softmax
+// (Milakov & Gimelshein, 2018). After rows 0 .. j, with m the largest score so far:
+//   normaliser = sum_i exp(s_i - m),   accumulator = sum_i exp(s_i - m) * value_i.
+// When a score exceeds m, the factor exp(m - s) re-weights both sums for the new maximum;
+// accumulator / normaliser is then the softmax-weighted sum, and no exp can overflow.
+//   query (DH); keys, values: count rows of DH values, KV floats apart (one KV head of
+//   the caches); out (DH)
+void AttendOnline(const float* query, const float* keys, const float* values, int count, float* out) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(DH));
+  float runningMax = -INFINITY;
+  float normaliser = 0.0f;
+  float accumulator[DH] = {};  // (DH)
+  for (int j = 0; j < count; ++j) {
+    const float score = Dot(query, keys + j * KV, DH) * scale;
+    if (score > runningMax) {
+      const float rescale = std::exp(runningMax - score);  // exp(-inf) = 0 at the first row
+      normaliser *= rescale;
+      for (int c = 0; c < DH; ++c) accumulator[c] *= rescale;
+      runningMax = score;
+    }
+    const float weight = std::exp(score - runningMax);
+    normaliser += weight;
+    for (int c = 0; c < DH; ++c) accumulator[c] += weight * values[j * KV + c];
+  }
+  for (int c = 0; c < DH; ++c) out[c] = accumulator[c] / normaliser;
+}
+
+// Causal grouped-query attention over the cache: the token at position p = pos + t reads
+// cache rows 0 .. p, and its query head h reads KV head h / (HQ / HKV).
+//   q (n, D); kCache, vCache (MAX_T, KV), rows 0 .. pos + n - 1 filled; attnOut (n, D)
+void AttendCached(int n, int pos, const float* q, const float* kCache, const float* vCache, float* attnOut) {
   for (int t = 0; t < n; ++t) {
-    const int position = pos + t;
+    const int visible = pos + t + 1;  // the causal mask: rows 0 .. pos + t
     for (int h = 0; h < HQ; ++h) {
       const int kvHead = h / (HQ / HKV);
-      const float* query = q + t * D + h * DH;
-      float runningMax = -INFINITY;
-      float normaliser = 0.0f;
-      for (int c = 0; c < DH; ++c) accumulator[c] = 0.0f;
-      for (int j = 0; j <= position; ++j) {
-        const float* key = kCache + j * KV + kvHead * DH;
-        float dot = 0.0f;
-        for (int c = 0; c < DH; ++c) dot += query[c] * key[c];
-        const float score = dot * scale;
-        if (score > runningMax) {
-          const float rescale = std::exp(runningMax - score);  // exp(-inf) = 0 at the first row
-          normaliser *= rescale;
-          for (int c = 0; c < DH; ++c) accumulator[c] *= rescale;
-          runningMax = score;
-        }
-        const float weight = std::exp(score - runningMax);
-        normaliser += weight;
-        const float* value = vCache + j * KV + kvHead * DH;
-        for (int c = 0; c < DH; ++c) accumulator[c] += weight * value[c];
-      }
-      float* out = attnOut + t * D + h * DH;
-      for (int c = 0; c < DH; ++c) out[c] = accumulator[c] / normaliser;
+      AttendOnline(q + t * D + h * DH, kCache + kvHead * DH, vCache + kvHead * DH, visible,
+                   attnOut + t * D + h * DH);
     }
   }
+}
 
-  // 6. residual1 = x + WO . attnOut: the residual adds to the un-normalised stream.
+// SiLU(g) = g / (1 + exp(-g)).
+float Silu(float g) { return g / (1.0f + std::exp(-g)); }
+
+// The gated FFN's hidden row: hidden = SiLU(gate) * up, element by element.
+//   gate (F), up (F), hidden (F)
+void SwiGlu(const float* gate, const float* up, float* hidden) {
+  for (int f = 0; f < F; ++f) hidden[f] = Silu(gate[f]) * up[f];
+}
+
+// out = a + b, element by element (a residual add).  a, b, out (count); out may be b
+void Add(const float* a, const float* b, float* out, int count) {
+  for (int i = 0; i < count; ++i) out[i] = a[i] + b[i];
+}
+
+}  // namespace
+
+void decoder_step(int n, int pos, const float* w, const float* x,
+                  const float* ropeCos, const float* ropeSin,
+                  float* kCache, float* vCache,
+                  float* norm1, float* q, float* k, float* v, float* attnOut,
+                  float* residual1, float* norm2, float* ffnOut, float* output) {
+  std::vector<float> gate(F);    // (F) one token's Wgate . norm2
+  std::vector<float> up(F);      // (F) one token's Wup . norm2
+  std::vector<float> hidden(F);  // (F) one token's SiLU(gate) * up
+
+  // 1. norm1 (n, D): each new input row normalised, then scaled by rms1.
+  for (int t = 0; t < n; ++t) RmsNorm(x + t * D, w + OFF_RMS1, norm1 + t * D);
+
+  // 2. q (n, D), k (n, KV), v (n, KV): the three projections of norm1.
   for (int t = 0; t < n; ++t) {
-    matVec(w + OFF_WO, D, D, attnOut + t * D, residual1 + t * D);
-    for (int c = 0; c < D; ++c) residual1[t * D + c] += x[t * D + c];
+    MatVec(w + OFF_WQ, D, D, norm1 + t * D, q + t * D);
+    MatVec(w + OFF_WK, KV, D, norm1 + t * D, k + t * KV);
+    MatVec(w + OFF_WV, KV, D, norm1 + t * D, v + t * KV);
   }
 
-  // 7. The FFN half: norm2, the gated FFN, and the second residual.
+  // 3. RoPE on q and k (never v) at each token's absolute position pos + t.
   for (int t = 0; t < n; ++t) {
-    rmsNorm(residual1 + t * D, w + OFF_RMS2, norm2 + t * D);
-    const float* n2 = norm2 + t * D;
-    for (int f = 0; f < F; ++f) {
-      const float* gateRow = w + OFF_WGATE + static_cast<std::size_t>(f) * D;
-      const float* upRow = w + OFF_WUP + static_cast<std::size_t>(f) * D;
-      float gate = 0.0f;
-      float up = 0.0f;
-      for (int c = 0; c < D; ++c) {
-        gate += gateRow[c] * n2[c];
-        up += upRow[c] * n2[c];
-      }
-      const float silu = gate / (1.0f + std::exp(-gate));
-      hidden[f] = silu * up;
-    }
-    matVec(w + OFF_WDOWN, D, F, hidden.data(), ffnOut + t * D);
-    for (int c = 0; c < D; ++c) output[t * D + c] = residual1[t * D + c] + ffnOut[t * D + c];
+    const float* cosRow = ropeCos + (pos + t) * ROPE_PAIRS;  // (ROPE_PAIRS)
+    const float* sinRow = ropeSin + (pos + t) * ROPE_PAIRS;  // (ROPE_PAIRS)
+    ApplyRope(q + t * D, HQ, cosRow, sinRow);
+    ApplyRope(k + t * KV, HKV, cosRow, sinRow);
   }
+
+  // 4. kCache, vCache rows pos .. pos + n - 1: the rotated keys and the values.
+  AppendToCache(n, pos, k, v, kCache, vCache);
+
+  // 5. attnOut (n, D): one-pass attention over the cache, rows 0 .. p for position p.
+  AttendCached(n, pos, q, kCache, vCache, attnOut);
+
+  // 6. residual1 (n, D) = x + WO . attnOut: the residual adds to the un-normalised stream.
+  for (int t = 0; t < n; ++t) MatVec(w + OFF_WO, D, D, attnOut + t * D, residual1 + t * D);
+  Add(x, residual1, residual1, n * D);
+
+  // 7. norm2 (n, D): residual1 normalised, then scaled by rms2.
+  for (int t = 0; t < n; ++t) RmsNorm(residual1 + t * D, w + OFF_RMS2, norm2 + t * D);
+
+  // 8. ffnOut (n, D) = Wdown . (SiLU(Wgate . norm2) * (Wup . norm2)), token by token.
+  for (int t = 0; t < n; ++t) {
+    MatVec(w + OFF_WGATE, F, D, norm2 + t * D, gate.data());
+    MatVec(w + OFF_WUP, F, D, norm2 + t * D, up.data());
+    SwiGlu(gate.data(), up.data(), hidden.data());
+    MatVec(w + OFF_WDOWN, D, F, hidden.data(), ffnOut + t * D);
+  }
+
+  // 9. output (n, D) = residual1 + ffnOut: the FFN half adds to the stream too.
+  Add(residual1, ffnOut, output, n * D);
 }

@@ -4,13 +4,16 @@
 // Fill in the seven TODO blocks in order, and run `./workbook check 2` after each one: the
 // runner calls your function several times per case (a prefill, then decode steps) and
 // checks every buffer of every call, in the order they are computed: fix the first one it
-// reports as wrong. Lesson: docs/stages/02-kv-cache.md.
+// reports as wrong. Each TODO says what it must write, what it may read, and where the
+// lesson (docs/stages/02-kv-cache.md) explains how. Stuck? `./workbook hint 2` shows one
+// more hint for the first checkpoint you get wrong each time you run it.
 //
 // The contract is contracts/stage02_decode.h: MAX_T, the cache, the RoPE tables over
 // absolute positions, and the signature. Sizes and offsets are stage 1's
-// (contracts/stage01_block.h). Token t of this call sits at position pos + t; its rows in
+// (contracts/stage01_block.h). Token t of this call sits at position pos + t: its rows in
 // x and in the nine output buffers are row t, its rows in the cache and the RoPE tables
-// are row pos + t. Blocks 1, 2, 6 and 7 are what you wrote in stage 1.
+// are row pos + t. Blocks 1, 2, 6 and 7 are what you wrote in stage 1; helper functions
+// of your own above decoder_step are welcome.
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -22,44 +25,46 @@ void decoder_step(int n, int pos, const float* w, const float* x,
                   float* kCache, float* vCache,
                   float* norm1, float* q, float* k, float* v, float* attnOut,
                   float* residual1, float* norm2, float* ffnOut, float* output) {
-  std::vector<float> accumulator(DH);  // scratch: one query head's accumulator (you may use it)
-  std::vector<float> hidden(F);        // scratch: one token's FFN hidden row (you may use it)
+  std::vector<float> accumulator(DH);  // scratch (DH): one query head's running sum, if you want it
+  std::vector<float> hidden(F);        // scratch (F): one token's FFN hidden row, if you want it
 
-  // 1. norm1 (n x D): RMSNorm of each new row of x with the weights at OFF_RMS1, as in
-  //    stage 1.
+  // 1. Writes norm1 (n x D): each new row of x, RMS-normalised and scaled by rms1
+  //    (OFF_RMS1), as in stage 1. Reads x and w. Checkpoint stepS.norm1.
   // TODO
 
-  // 2. q (n x D), k (n x KV), v (n x KV): WQ, WK and WV times norm1's row, as in stage 1.
+  // 2. Writes q (n x D), k (n x KV), v (n x KV): norm1's rows projected by WQ, WK and WV
+  //    (OFF_WQ, OFF_WK, OFF_WV), as in stage 1. Reads norm1 and w. Checkpoint stepS.v.
   // TODO
 
-  // 3. RoPE on q and k, in place, at absolute positions: token t of this call is at
-  //    position pos + t, so its angles are row pos + t of the tables, ropeCos[(pos + t) * 32
-  //    + f] and ropeSin[(pos + t) * 32 + f]. Not row t: that is its place in this call,
-  //    not in the sequence.
+  // 3. Rewrites q and k in place with RoPE, as in stage 1 but at absolute positions:
+  //    token t of this call uses row pos + t of ropeCos and ropeSin, not row t.
+  //    How: lesson, "RoPE at the absolute position" (#rope-at-the-absolute-position).
+  //    Checkpoints stepS.q and stepS.k.
   // TODO
 
-  // 4. Append to the cache: row pos + t of kCache gets k's row t (after RoPE), row pos + t
-  //    of vCache gets v's row t. Rows are KV = 128 floats wide. Write no other row: rows
-  //    before pos hold earlier calls' keys and values, and the runner checks they are
-  //    untouched.
+  // 4. Writes the call's rows of the cache: kCache row pos + t holds k's row t as it is
+  //    after step 3, vCache row pos + t holds v's row t (rows of KV floats). Writes no
+  //    other row of either cache. Reads k and v.
+  //    How: lesson, "The cache" (#the-cache) and "Keys are cached after RoPE"
+  //    (#keys-are-cached-after-rope). Checkpoints stepS.cacheOtherRows, stepS.kCache,
+  //    stepS.vCache.
   // TODO
 
-  // 5. attnOut (n x D): attention in one pass. For token t (position p = pos + t) and
-  //    query head h, which reads key/value head h / 4, visit the cache rows j = 0 .. p
-  //    in order, never a row after p. Keep three things instead of an array of scores:
-  //    the largest score so far m (start at -INFINITY), a normaliser l (start at 0) and
-  //    a 64-value accumulator (start at 0). For each row: the score s is the dot product
-  //    of the query head and key head j times 1/8. If s > m, multiply l and every value
-  //    of the accumulator by exp(m - s), then set m = s. Then add e = exp(s - m) to l and
-  //    e times value head j to the accumulator. Head h of attnOut's row t is the
-  //    accumulator divided by l.
+  // 5. Writes attnOut (n x D): head h of row t is query head h of the token at position
+  //    p = pos + t attending over cache rows 0 .. p (never a later row), through the same
+  //    KV head as in stage 1, in one pass over the rows with an online softmax: no array
+  //    of scores. Reads q, kCache and vCache; may use accumulator.
+  //    How: lesson, "Attention in one pass: the online softmax"
+  //    (#attention-in-one-pass-the-online-softmax) and "A token attends to rows 0 to p
+  //    only" (#a-token-attends-to-rows-0-to-p-only). Checkpoint stepS.attnOut.
   // TODO
 
-  // 6. residual1 (n x D) = x + WO times attnOut's row, as in stage 1.
+  // 6. Writes residual1 (n x D): attnOut projected by WO (OFF_WO) and added to the
+  //    residual stream, as in stage 1. Reads x, attnOut and w. Checkpoint stepS.residual1.
   // TODO
 
-  // 7. The FFN half, for each new token, as in stage 1: norm2 = RMSNorm of residual1
-  //    (OFF_RMS2); hidden = SiLU(Wgate . norm2) * (Wup . norm2); ffnOut = Wdown . hidden;
-  //    output = residual1 + ffnOut.
+  // 7. Writes norm2, ffnOut and output (n x D each): the FFN half, as in stage 1
+  //    (OFF_RMS2, OFF_WGATE, OFF_WUP, OFF_WDOWN). Reads residual1 and w; may use hidden.
+  //    Checkpoints stepS.norm2, stepS.ffnOut, stepS.output; then sameAsPrefill.
   // TODO
 }

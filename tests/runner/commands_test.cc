@@ -185,7 +185,7 @@ TEST_CASE("hints explain, they never show code") {
 TEST_CASE("list shows each stage's progress on one screen") {
   const std::string starter = StagesTree("list-starter", "stages/01-block/block.cc");
   const std::string halfway = StagesTree("list-halfway", "solutions/01-block/block.cc",
-                                         "matVec(w + OFF_WK, KV, D", "matVec(w + OFF_WQ, KV, D");
+                                         "MatVec(w + OFF_WK, KV, D", "MatVec(w + OFF_WQ, KV, D");
   const std::string solved = StagesTree("list-solved", "solutions/01-block/block.cc");
   auto line = [](const std::string& out) { return out.substr(out.find("  1  "), out.find('\n', out.find("  1  ")) - out.find("  1  ")); };
   const auto a = Workbook("list --stages-dir " + Quote(starter));
