@@ -47,6 +47,14 @@ Expected<PackedWeights> LoadBlockWeights(const std::string& path) {
   return loaded;
 }
 
+Status BlockWeightsDriver::Prepare(const StageContext& context) {
+  auto loaded = LoadBlockWeights(context.weightsPath.empty() ? DefaultBlockWeightsPath(context.paths.buildRoot)
+                                                             : context.weightsPath);
+  if (!loaded.ok()) return loaded.error();
+  weights_ = std::move(*loaded);
+  return Status::Ok();
+}
+
 std::string BlockElement(ref::Checkpoint c, size_t index, const ref::BlockShape& s, int firstRow) {
   const int width = ref::CheckpointWidth(c, s);
   const size_t row = firstRow + index / width;

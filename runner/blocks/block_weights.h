@@ -3,7 +3,8 @@
 //
 // Contract: LoadBlockWeights reads a packed weight file (common/packed_weights.h) and
 // refuses one whose shape or offsets are not the block contract's, naming the file, the
-// field and how to regenerate it. BlockElement names element `index` of a checkpoint
+// field and how to regenerate it; BlockWeightsDriver is the Prepare of every stage that
+// reads them (--weights, or the build's file). BlockElement names element `index` of a checkpoint
 // buffer whose first row is token `firstRow`: "token 2, head 3, channel 17".
 #pragma once
 
@@ -13,6 +14,7 @@
 #include "../../common/packed_weights.h"
 #include "../../reference/block/block.h"
 #include "../diagnose/observations.h"
+#include "../stages/stage_driver.h"
 
 namespace wb {
 
@@ -20,6 +22,15 @@ namespace wb {
 std::string DefaultBlockWeightsPath(const std::string& buildRoot);
 
 Expected<PackedWeights> LoadBlockWeights(const std::string& path);
+
+// A stage driver whose cases all read the block's packed weights, loaded once per run.
+class BlockWeightsDriver : public StageDriver {
+ public:
+  Status Prepare(const StageContext& context) override;
+
+ protected:
+  PackedWeights weights_;
+};
 
 std::string BlockElement(ref::Checkpoint c, size_t index, const ref::BlockShape& shape, int firstRow = 0);
 

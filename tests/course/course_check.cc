@@ -65,36 +65,6 @@ json CheckJson(const std::string& arguments, int& status) {
   }
 }
 
-// The GitHub-style slug of a Markdown heading, as mkdocs' toc and GitHub make anchors.
-std::string Slug(const std::string& heading) {
-  std::string slug;
-  for (unsigned char c : heading) {
-    if (std::isalnum(c)) {
-      slug += static_cast<char>(std::tolower(c));
-    } else if (c == ' ' || c == '-') {
-      slug += '-';
-    } else if (c == '_') {
-      slug += '_';
-    }
-  }
-  return slug;
-}
-
-std::set<std::string> Anchors(const std::string& markdownPath) {
-  std::set<std::string> anchors;
-  std::istringstream lines(wbtest::ReadFile(markdownPath));
-  std::string line;
-  bool fenced = false;
-  while (std::getline(lines, line)) {
-    if (line.rfind("```", 0) == 0) fenced = !fenced;
-    if (fenced || line.empty() || line[0] != '#') continue;
-    const size_t text = line.find_first_not_of('#');
-    if (text == std::string::npos || line[text] != ' ') continue;
-    anchors.insert(Slug(line.substr(text + 1)));
-  }
-  return anchors;
-}
-
 }  // namespace
 
 TEST_CASE("every starter fails at its first checkpoint, as not implemented yet") {
@@ -221,7 +191,7 @@ TEST_CASE("every relative link of the README and the docs reaches a file and a h
       const fsys::path resolved = file.empty() ? page : (page.parent_path() / file).lexically_normal();
       CHECK(fsys::exists(resolved));
       if (hash != std::string::npos && resolved.extension() == ".md" && fsys::exists(resolved)) {
-        CHECK(Anchors(resolved.string()).count(target.substr(hash + 1)) == 1);
+        CHECK(wbtest::HeadingAnchors(resolved.string()).count(target.substr(hash + 1)) == 1);
       }
     }
   }

@@ -5,25 +5,13 @@
 #include <string>
 
 #include "runner/cases/case_file.h"
+#include "test_stage_table.h"
 
 namespace {
 
-// A stage table shaped like the workbook's: stage 1 takes "T", stage 2 "steps", 3 to 5 are coming.
-const wb::StageTable& Stages() {
-  static const wb::StageTable table = wb::ParseStageTable(R"({"version": 1, "stages": [
-      {"number": 1, "dir": "01-a", "title": "a", "lesson": "a.md", "available": true, "file": "a.cc",
-       "function": "a", "visible": "v.json", "hidden_example": "h.json", "checkpoints": ["x"], "planted": "p"},
-      {"number": 2, "dir": "02-b", "title": "b", "lesson": "b.md", "available": true, "file": "b.cc",
-       "function": "b", "visible": "v.json", "hidden_example": "h.json", "checkpoints": ["x"], "planted": "p",
-       "case_length": "steps"},
-      {"number": 3, "dir": "03-c", "title": "c", "lesson": "c.md"},
-      {"number": 4, "dir": "04-d", "title": "d", "lesson": "d.md"},
-      {"number": 5, "dir": "05-e", "title": "e", "lesson": "e.md"}]})", "stages.json").value();
-  return table;
-}
 
 std::string Refusal(const std::string& text) {
-  auto parsed = wb::ParseCaseFile(text, "suite.json", Stages());
+  auto parsed = wb::ParseCaseFile(text, "suite.json", wbtest::Stages());
   REQUIRE(!parsed.ok());
   CHECK(parsed.error().kind == wb::ErrorKind::kBadData);
   return parsed.error().message;
@@ -34,7 +22,7 @@ std::string Refusal(const std::string& text) {
 TEST_CASE("a stage-1 case file with defaults") {
   auto parsed = wb::ParseCaseFile(R"({"stage": 1, "cases": [{"name": "a", "T": 4, "seed": 1},
       {"name": "b", "T": 1, "seed": 2, "x_scale": 0.5, "w_scale": 8, "hidden": true, "points": 2}]})",
-                                  "suite.json", Stages());
+                                  "suite.json", wbtest::Stages());
   REQUIRE(parsed.ok());
   CHECK(parsed->stage == 1);
   REQUIRE(parsed->cases.size() == 2);
@@ -49,7 +37,7 @@ TEST_CASE("a stage-1 case file with defaults") {
 }
 
 TEST_CASE("a stage-2 case gives steps") {
-  auto parsed = wb::ParseCaseFile(R"({"stage": 2, "cases": [{"name": "p", "steps": [5, 1, 1], "seed": 3}]})", "s.json", Stages());
+  auto parsed = wb::ParseCaseFile(R"({"stage": 2, "cases": [{"name": "p", "steps": [5, 1, 1], "seed": 3}]})", "s.json", wbtest::Stages());
   REQUIRE(parsed.ok());
   CHECK(parsed->cases[0].steps == std::vector<int>{5, 1, 1});
   CHECK(parsed->cases[0].Tokens() == 7);
@@ -83,7 +71,7 @@ TEST_CASE("refusals name the file and the field") {
 }
 
 TEST_CASE("a missing case file is a usage error naming it") {
-  auto loaded = wb::LoadCaseFile("/nonexistent/suite.json", Stages());
+  auto loaded = wb::LoadCaseFile("/nonexistent/suite.json", wbtest::Stages());
   REQUIRE(!loaded.ok());
   CHECK(loaded.error().kind == wb::ErrorKind::kBadUsage);
   CHECK(loaded.error().message == "/nonexistent/suite.json: cannot open the case file");

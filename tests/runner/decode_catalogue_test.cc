@@ -17,33 +17,10 @@
 namespace {
 
 // The anchor a Markdown heading gets on GitHub: lower case, punctuation dropped, spaces to '-'.
-std::string Slug(const std::string& heading) {
-  std::string slug;
-  for (unsigned char c : heading) {
-    if (std::isalnum(c)) slug += static_cast<char>(std::tolower(c));
-    if (c == ' ' || c == '-') slug += '-';
-    if (c == '_') slug += '_';
-  }
-  return slug;
-}
-
-std::set<std::string> Anchors(const std::string& path) {
-  std::ifstream in(path);
-  std::set<std::string> anchors;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("#", 0) != 0) continue;
-    const size_t text = line.find_first_not_of('#');
-    if (text == std::string::npos || line[text] != ' ') continue;
-    anchors.insert(Slug(line.substr(text + 1)));
-  }
-  return anchors;
-}
-
 }  // namespace
 
 TEST_CASE("every stage-2 misconception links to a heading of the stage-2 lesson") {
-  const auto anchors = Anchors(wbtest::Source("docs/stages/02-kv-cache.md"));
+  const auto anchors = wbtest::HeadingAnchors(wbtest::Source("docs/stages/02-kv-cache.md"));
   REQUIRE(!anchors.empty());
   std::set<std::string> ids;
   for (const auto& m : wb::stage02::DecodeMisconceptions()) {

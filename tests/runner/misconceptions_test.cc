@@ -17,38 +17,15 @@ namespace {
 
 // The anchor a Markdown renderer (MkDocs, GitHub) gives a heading: lower case, punctuation
 // dropped, spaces to hyphens.
-std::string Slug(const std::string& heading) {
-  std::string slug;
-  for (const char c : heading) {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') {
-      slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    } else if (c == ' ' && !slug.empty() && slug.back() != '-') {
-      slug += '-';
-    }
-  }
-  return slug;
-}
-
-std::set<std::string> Anchors(const std::string& path) {
-  std::ifstream in(path);
-  std::set<std::string> anchors;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("#", 0) != 0) continue;
-    anchors.insert(Slug(line.substr(line.find_first_not_of('#'))));
-  }
-  return anchors;
-}
-
 }  // namespace
 
 TEST_CASE("the slug rule matches the lesson's own links") {
-  CHECK(Slug(" RoPE rotates the pairs (f, f+32)") == "rope-rotates-the-pairs-f-f32");
-  CHECK(Slug(" Pre-norm: the residual stream is never normalised") == "pre-norm-the-residual-stream-is-never-normalised");
+  CHECK(wbtest::Slug(" RoPE rotates the pairs (f, f+32)") == "rope-rotates-the-pairs-f-f32");
+  CHECK(wbtest::Slug(" Pre-norm: the residual stream is never normalised") == "pre-norm-the-residual-stream-is-never-normalised");
 }
 
 TEST_CASE("every misconception links a heading of the stage-1 lesson") {
-  const auto anchors = Anchors(wbtest::Source("docs/stages/01-block.md"));
+  const auto anchors = wbtest::HeadingAnchors(wbtest::Source("docs/stages/01-block.md"));
   REQUIRE(anchors.size() > 5);
   for (const auto& m : wb::BlockMisconceptions()) {
     CAPTURE(m.id);

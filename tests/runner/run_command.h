@@ -1,5 +1,5 @@
 // Test helpers: run a shell command (its exit status, stdout and stderr), find the workbook's
-// files, read a file whole.
+// files, read a file whole, list a Markdown page's heading anchors.
 #pragma once
 
 #include <sys/wait.h>
@@ -7,7 +7,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -54,6 +56,38 @@ inline std::string ReadFile(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// A heading's anchor as the site makes it (Python-Markdown's toc slugify, which GitHub's
+// matches for these headings): lowercase word characters, spaces and hyphens kept, every
+// run of spaces and hyphens one hyphen.
+inline std::string Slug(const std::string& heading) {
+  std::string slug;
+  for (unsigned char c : heading) {
+    if (std::isalnum(c) || c == '_') {
+      slug += static_cast<char>(std::tolower(c));
+    } else if ((c == ' ' || c == '-') && !slug.empty() && slug.back() != '-') {
+      slug += '-';
+    }
+  }
+  while (!slug.empty() && slug.back() == '-') slug.pop_back();
+  return slug;
+}
+
+// The anchors of a Markdown file's headings (outside fenced code blocks).
+inline std::set<std::string> HeadingAnchors(const std::string& path) {
+  std::set<std::string> anchors;
+  std::istringstream lines(ReadFile(path));
+  std::string line;
+  bool fenced = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("```", 0) == 0) fenced = !fenced;
+    if (fenced || line.empty() || line[0] != '#') continue;
+    const size_t text = line.find_first_not_of('#');
+    if (text == std::string::npos || line[text] != ' ') continue;
+    anchors.insert(Slug(line.substr(text + 1)));
+  }
+  return anchors;
 }
 
 }  // namespace wbtest

@@ -36,23 +36,12 @@ std::string Parameters(const CaseSpec& spec) {
   return text;
 }
 
-class BlockDriver final : public StageDriver {
+class BlockDriver final : public BlockWeightsDriver {
  public:
-  Status Prepare(const StageContext& context) override {
-    auto loaded = LoadBlockWeights(context.weightsPath.empty() ? DefaultBlockWeightsPath(context.paths.buildRoot)
-                                                               : context.weightsPath);
-    if (!loaded.ok()) return loaded.error();
-    weights_ = std::move(*loaded);
-    return Status::Ok();
-  }
-
   // 10 s, more for long sequences.
   double DefaultTimeLimit(const CaseSpec& spec) const override { return std::max(10.0, 0.02 * spec.T); }
 
   Expected<CaseReport> RunCase(const CaseSpec& spec, const StageContext& context) const override;
-
- private:
-  PackedWeights weights_;
 };
 
 Expected<CaseReport> BlockDriver::RunCase(const CaseSpec& spec, const StageContext& context) const {

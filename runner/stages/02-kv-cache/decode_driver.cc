@@ -48,16 +48,8 @@ void AppendOutput(std::string& all, const std::string& label, const ChildOutcome
   all += fmt::format("[{}]\n{}", label, text);
 }
 
-class DecodeDriver final : public StageDriver {
+class DecodeDriver final : public BlockWeightsDriver {
  public:
-  Status Prepare(const StageContext& context) override {
-    auto loaded = LoadBlockWeights(context.weightsPath.empty() ? DefaultBlockWeightsPath(context.paths.buildRoot)
-                                                               : context.weightsPath);
-    if (!loaded.ok()) return loaded.error();
-    weights_ = std::move(*loaded);
-    return Status::Ok();
-  }
-
   // Per call: 10 s, more for long sequences.
   double DefaultTimeLimit(const CaseSpec& spec) const override { return std::max(10.0, 0.03 * spec.Tokens()); }
 
@@ -66,9 +58,6 @@ class DecodeDriver final : public StageDriver {
   Expected<int> Bench(const BenchOptions& options, const StageContext& context) const override {
     return RunDecodeBench(weights_, options, context);
   }
-
- private:
-  PackedWeights weights_;
 };
 
 }  // namespace
