@@ -42,8 +42,7 @@ Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& o
   const std::vector<float> kCache = ref::GenerateInputRows(2, kCacheRows, kCacheWidth, 1.0);
   const std::vector<float> vCache = ref::GenerateInputRows(3, kCacheRows, kCacheWidth, 1.0);
 
-  std::printf("Stage 2 bench: the time to produce one more token at context length L, with %s\n",
-              context.harness.c_str());
+  std::printf("Stage 2 bench: the time to produce one more token at context length L\n");
   std::printf("  decode step: decoder_step(n=1, pos=L-1), which reads L-1 cached rows\n");
   std::printf("  recompute:   decoder_step(n=L, pos=0), the whole sequence again, as without a cache\n");
   std::printf("  each time is the median of its runs; both in one child process, on the same weights\n\n");
