@@ -159,3 +159,31 @@ TEST_CASE("bench 2 refuses to time a kernel that fails the visible cases") {
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("list and hint name stage 2's progress by the table's checkpoint names") {
+  // Stage 1 solved; stage 2 right in its first call and wrong at q from the second on.
+  const std::string dir = std::filesystem::temp_directory_path() / ("wb-list-hint-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir + "/01-block");
+  std::filesystem::create_directories(dir + "/02-kv-cache");
+  std::filesystem::copy_file(Source("solutions/01-block/block.cc"), dir + "/01-block/block.cc");
+  std::filesystem::copy_file(wbtest::Env("WB_ROPE_WITHIN_CALL_SOURCE"), dir + "/02-kv-cache/decode.cc");
+  const auto list = Workbook("list --stages-dir " + Quote(dir));
+  CHECK(list.status == 0);
+  const size_t at = list.out.find("  2  ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = list.out.substr(at, list.out.find('\n', at) - at);
+  CHECK(line.find("4 / 13 checkpoints") != std::string::npos);  // norm1, v, cacheOtherRows, vCache
+  CHECK(line.find("next: q") != std::string::npos);
+  const std::string state = "WORKBOOK_HINT_STATE=" + Quote(dir + "/hints.json") + " ";
+  const auto hint = wbtest::RunShell(state + Quote(wbtest::Env("WB_RUNNER")) + " hint 2 --stages-dir " + Quote(dir));
+  CHECK(hint.status == 0);
+  CHECK(hint.out.find("Hints for q (stage 2), 1 of 3:") != std::string::npos);
+  const auto named = wbtest::RunShell(state + Quote(wbtest::Env("WB_RUNNER")) + " hint 2 step3.attnOut");
+  CHECK(named.status == 0);
+  CHECK(named.out.find("Hints for attnOut (stage 2), 1 of 3:") != std::string::npos);
+  const auto unknown = wbtest::RunShell(state + Quote(wbtest::Env("WB_RUNNER")) + " hint 2 step0.attnOut");
+  CHECK(unknown.status == 2);
+  CHECK(unknown.err.find("stage 2 has no checkpoint 'step0.attnOut'; its checkpoints are norm1, q, k, v, "
+                         "cacheOtherRows, kCache") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
