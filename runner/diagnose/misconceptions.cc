@@ -1,7 +1,5 @@
 #include "misconceptions.h"
 
-#include <fmt/format.h>
-
 namespace wb {
 namespace {
 
@@ -81,28 +79,13 @@ std::span<const BlockMisconception> BlockMisconceptions() {
   return catalogue;
 }
 
-ref::BlockRecipe Flipped(const BlockMisconception& m) {
-  ref::BlockRecipe recipe;
-  m.flip(recipe);
-  return recipe;
-}
-
 std::optional<MisconceptionHit> Diagnose(
     ref::Checkpoint checkpoint, std::span<const float> got, const Tolerance& tolerance,
     const std::string& lessonPath,
     const std::function<std::vector<double>(const ref::BlockRecipe&)>& compute) {
   for (const BlockMisconception& m : BlockMisconceptions()) {
-    bool relevant = false;
-    for (ref::Checkpoint c : m.showsAt) relevant = relevant || c == checkpoint;
-    if (!relevant) continue;
-    const std::vector<double> mistaken = compute(Flipped(m));
-    if (!Matches(got, mistaken, tolerance)) continue;
-    std::string sentence(m.sentence);
-    const std::string placeholder = "{buffer}";
-    for (size_t at = sentence.find(placeholder); at != std::string::npos; at = sentence.find(placeholder)) {
-      sentence.replace(at, placeholder.size(), std::string(ref::CheckpointName(checkpoint)));
-    }
-    return MisconceptionHit{std::string(m.id), sentence, fmt::format("{}#{}", lessonPath, m.lessonAnchor)};
+    if (!m.ShowsAt(checkpoint)) continue;
+    if (Matches(got, compute(m.Flipped()), tolerance)) return m.Hit(ref::CheckpointName(checkpoint), lessonPath);
   }
   return std::nullopt;
 }

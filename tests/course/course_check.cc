@@ -6,7 +6,8 @@
 //   - every .bug file of the stage's planted folder is a test of the build (the build passes
 //     the bugs it registered as arguments), and each says where it must be caught in names
 //     of the table;
-//   - every per-call and per-case checkpoint has hints, and the lesson exists;
+//   - every per-call and per-case checkpoint has hints, the lesson exists, and the row has a
+//     bench exactly when the build made one;
 //   - every relative link of the README and the docs reaches a file, and its #anchor a heading;
 //   - the README's and docs/index.md's stage tables and mkdocs.yml's nav agree with the table.
 // Run: course-check STAGE:BUG,BUG,... ...  (with WB_RUNNER and WB_SOURCE set, as meson does)
@@ -25,6 +26,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "runner/stages/stage_driver.h"
 #include "runner/stages/stage_table.h"
 #include "tests/runner/run_command.h"
 
@@ -166,6 +168,10 @@ TEST_CASE("every checkpoint has hints, and every lesson exists") {
     CHECK(fsys::exists(Source("stages/" + stage.dir + "/" + stage.file)));
     CHECK(fsys::exists(Source("solutions/" + stage.dir + "/" + stage.file)));
     CHECK(fsys::exists(Source("runner/stages/" + stage.dir + "/meson.build")));
+    // The row says it has a bench exactly when the build made one (from bench_call.cc).
+    const wb::StageBuild* build = wb::FindStageBuild(stage.number);
+    REQUIRE(build != nullptr);
+    CHECK(stage.bench.empty() == (std::string(build->benchHarnessLibrary).empty()));
     for (const auto& name : stage.AllCheckpoints()) {
       CAPTURE(name);
       CHECK(stage.hints.count(name) == 1);

@@ -51,7 +51,7 @@ TEST_CASE("each misconception's recipe differs from the taught one") {
   for (const auto& m : wb::BlockMisconceptions()) {
     CAPTURE(m.id);
     const ref::BlockRecipe taught;
-    const ref::BlockRecipe flipped = wb::Flipped(m);
+    const ref::BlockRecipe flipped = m.Flipped();
     CHECK(std::memcmp(&taught, &flipped, sizeof(taught)) != 0);
   }
 }

@@ -1,7 +1,5 @@
 #include "decode_misconceptions.h"
 
-#include <fmt/format.h>
-
 namespace wb::stage02 {
 namespace {
 
@@ -50,27 +48,14 @@ std::span<const DecodeMisconception> DecodeMisconceptions() {
   return catalogue;
 }
 
-ref::DecodeRecipe Flipped(const DecodeMisconception& m) {
-  ref::DecodeRecipe recipe;
-  m.flip(recipe);
-  return recipe;
-}
-
 std::optional<MisconceptionHit> DiagnoseDecode(
     ref::CallCheckpoint checkpoint, const Tolerance& tolerance, const std::string& lessonPath,
     const std::function<std::optional<MistakenView>(const ref::DecodeRecipe&)>& evaluate) {
   for (const DecodeMisconception& m : DecodeMisconceptions()) {
-    bool relevant = false;
-    for (ref::CallCheckpoint c : m.showsAt) relevant = relevant || c == checkpoint;
-    if (!relevant) continue;
-    const std::optional<MistakenView> view = evaluate(Flipped(m));
+    if (!m.ShowsAt(checkpoint)) continue;
+    const std::optional<MistakenView> view = evaluate(m.Flipped());
     if (!view || view->got.empty() || !Matches(view->got, view->expected, tolerance)) continue;
-    std::string sentence(m.sentence);
-    const std::string placeholder = "{buffer}";
-    for (size_t at = sentence.find(placeholder); at != std::string::npos; at = sentence.find(placeholder)) {
-      sentence.replace(at, placeholder.size(), std::string(ref::CallCheckpointName(checkpoint)));
-    }
-    return MisconceptionHit{std::string(m.id), sentence, fmt::format("{}#{}", lessonPath, m.lessonAnchor)};
+    return m.Hit(ref::CallCheckpointName(checkpoint), lessonPath);
   }
   return std::nullopt;
 }

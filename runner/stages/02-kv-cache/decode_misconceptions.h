@@ -1,9 +1,7 @@
 // The catalogue of stage-2 misconceptions: the ways a decoder step can misuse its cache.
 //
-// Contract: each entry is one switch of the DecodeRecipe flipped away from the model the
-// workbook teaches, the call checkpoints where that mistake first shows, one plain
-// sentence ("{buffer}" is replaced by the checkpoint's name) and the lesson paragraph that
-// explains it. DiagnoseDecode asks the driver what the failing checkpoint would hold under
+// Contract: each entry (runner/diagnose/misconception.h) is one switch of the DecodeRecipe
+// flipped, shown at call checkpoints. DiagnoseDecode asks the driver what the failing checkpoint would hold under
 // each relevant entry's recipe, and against which of the student's values to hold it (a
 // cache written at the wrong row is seen in rows other than the checkpoint's own), and
 // names the first entry that matches. The stage-1 catalogue (misconceptions.h) still
@@ -20,22 +18,14 @@
 #include "reference/decode/call_checkpoints.h"
 #include "reference/decode/decode_recipe.h"
 #include "runner/compare/compare.h"
+#include "runner/diagnose/misconception.h"
 #include "runner/report/report.h"
 
 namespace wb::stage02 {
 
-struct DecodeMisconception {
-  std::string_view id;
-  std::vector<ref::CallCheckpoint> showsAt;
-  std::string_view sentence;  // with "{buffer}" where the checkpoint's name goes
-  std::string_view lessonAnchor;
-  std::function<void(ref::DecodeRecipe&)> flip;
-};
+using DecodeMisconception = Misconception<ref::DecodeRecipe, ref::CallCheckpoint>;
 
 std::span<const DecodeMisconception> DecodeMisconceptions();
-
-// The recipe with one misconception's switch flipped.
-ref::DecodeRecipe Flipped(const DecodeMisconception& m);
 
 // What a mistaken recipe predicts: `expected` for the student's values `got`.
 struct MistakenView {
