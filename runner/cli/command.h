@@ -1,8 +1,10 @@
 // One subcommand of the workbook CLI: its CLI11 parser and what runs when it was chosen.
-// Each command lives in its own file and is registered in main.cc.
+// Each command lives in its own file and is registered in main.cc or models_main.cc.
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -24,11 +26,20 @@ int ReportUsageError(const std::string& message);
 // Writes text to stdout, or to `path` through a temporary file (no half-written report).
 bool Emit(const std::string& text, const std::string& path);
 
+// Parses argv into one of the commands and runs it; the exit status of a parse error is 2.
+int ParseAndRun(CLI::App& app, const std::vector<Command>& commands, int argc, char** argv);
+
+// The runner's commands (workbook, runner/cli/main.cc).
 Command AddCheckCommand(CLI::App& app);
 Command AddHintCommand(CLI::App& app);
 Command AddListCommand(CLI::App& app);
 Command AddWatchCommand(CLI::App& app);
 Command AddBenchCommand(CLI::App& app);
+
+// The model library's commands (workbook-models, runner/cli/models_main.cc); `workbook`
+// lists them with these summaries and hands them over.
+inline constexpr const char* kInspectSummary = "Show what a GGUF file or Hugging Face checkpoint holds";
+inline constexpr const char* kReferenceSummary = "Print the float64 reference decoder's logits for a prompt";
 Command AddReferenceCommand(CLI::App& app);
 Command AddInspectCommand(CLI::App& app);
 

@@ -138,7 +138,7 @@ Command AddInspectCommand(CLI::App& app) {
     bool noConfig = false;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* c = app.add_subcommand("inspect", "Show what a GGUF file or Hugging Face checkpoint holds");
+  CLI::App* c = app.add_subcommand("inspect", kInspectSummary);
   c->add_option("path", o->path, "A .gguf file, a Hugging Face directory, or a .safetensors file")->required();
   c->add_option("--format", o->format, "Output format: text or json")->check(CLI::IsMember({"text", "json"}));
   c->add_option("--output", o->output, "Write to FILE instead of stdout");

@@ -71,7 +71,7 @@ Command AddReferenceCommand(CLI::App& app) {
     std::string output;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* c = app.add_subcommand("reference", "Print the float64 reference decoder's logits for a prompt");
+  CLI::App* c = app.add_subcommand("reference", kReferenceSummary);
   c->add_option("--model", o->model, "A GGUF file or a Hugging Face directory")->required();
   c->add_option("--tokens", o->tokens, "Token ids, comma-separated: 1,2,3")->required();
   c->add_flag("--all-logits", o->allLogits, "Logits of every position, not only the last");

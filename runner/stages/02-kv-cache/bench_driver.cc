@@ -15,7 +15,7 @@
 namespace wb::stage02 {
 namespace {
 
-using L = BenchCall;
+using BenchLayout = BenchCall;
 
 std::string Duration(double seconds) {
   if (seconds >= 1.0) return fmt::format("{:.2f} s", seconds);
@@ -49,29 +49,29 @@ Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& o
   std::printf("%8s  %12s %5s  %12s %5s  %10s\n", "context", "decode step", "runs", "recompute", "runs", "ratio");
   std::fflush(stdout);
   for (int length : contexts) {
-    std::array<BufferSize, L::kBufferCount> sizes{};
-    sizes[L::kW] = {weights.values.size(), shm::kReadOnly};
-    sizes[L::kX] = {static_cast<size_t>(length) * shape.model, shm::kReadOnly};
-    sizes[L::kRopeCos] = {ropeCos.size(), shm::kReadOnly};
-    sizes[L::kRopeSin] = {ropeSin.size(), shm::kReadOnly};
-    sizes[L::kKCache] = {kCache.size(), shm::kWritable};
-    sizes[L::kVCache] = {vCache.size(), shm::kWritable};
+    std::array<BufferSize, BenchLayout::kBufferCount> sizes{};
+    sizes[BenchLayout::kW] = {weights.values.size(), shm::kReadOnly};
+    sizes[BenchLayout::kX] = {static_cast<size_t>(length) * shape.model, shm::kReadOnly};
+    sizes[BenchLayout::kRopeCos] = {ropeCos.size(), shm::kReadOnly};
+    sizes[BenchLayout::kRopeSin] = {ropeSin.size(), shm::kReadOnly};
+    sizes[BenchLayout::kKCache] = {kCache.size(), shm::kWritable};
+    sizes[BenchLayout::kVCache] = {vCache.size(), shm::kWritable};
     for (ref::Checkpoint c : ref::kCheckpointOrder) {
-      sizes[L::kNorm1 + ref::Index(c)] = {static_cast<size_t>(length) * ref::CheckpointWidth(c, shape),
+      sizes[BenchLayout::kNorm1 + ref::Index(c)] = {static_cast<size_t>(length) * ref::CheckpointWidth(c, shape),
                                           shm::kWritable};
     }
-    sizes[L::kTimings] = {L::kTimingFloats, shm::kWritable};
-    auto created = SharedRegion::Create<L>(sizes);
+    sizes[BenchLayout::kTimings] = {BenchLayout::kTimingFloats, shm::kWritable};
+    auto created = SharedRegion::Create<BenchLayout>(sizes);
     if (!created.ok()) return created.error();
     SharedRegion& region = *created;
     region.PoisonOutputs();
-    std::copy(weights.values.begin(), weights.values.end(), region.Floats<L>(L::kW).begin());
-    std::copy(x.begin(), x.begin() + static_cast<ptrdiff_t>(length) * shape.model, region.Floats<L>(L::kX).begin());
-    std::ranges::copy(ropeCos, region.Floats<L>(L::kRopeCos).begin());
-    std::ranges::copy(ropeSin, region.Floats<L>(L::kRopeSin).begin());
-    std::ranges::copy(kCache, region.Floats<L>(L::kKCache).begin());
-    std::ranges::copy(vCache, region.Floats<L>(L::kVCache).begin());
-    region.SetParams<L>({.context = length, .budgetSeconds = static_cast<float>(budget)});
+    std::copy(weights.values.begin(), weights.values.end(), region.Floats<BenchLayout>(BenchLayout::kW).begin());
+    std::copy(x.begin(), x.begin() + static_cast<ptrdiff_t>(length) * shape.model, region.Floats<BenchLayout>(BenchLayout::kX).begin());
+    std::ranges::copy(ropeCos, region.Floats<BenchLayout>(BenchLayout::kRopeCos).begin());
+    std::ranges::copy(ropeSin, region.Floats<BenchLayout>(BenchLayout::kRopeSin).begin());
+    std::ranges::copy(kCache, region.Floats<BenchLayout>(BenchLayout::kKCache).begin());
+    std::ranges::copy(vCache, region.Floats<BenchLayout>(BenchLayout::kVCache).begin());
+    region.SetParams<BenchLayout>({.context = length, .budgetSeconds = static_cast<float>(budget)});
 
     ChildLimits limits = context.limits;
     limits.wallSeconds = 4 * budget + 60;  // two measurements, each a budget and one more run
@@ -83,7 +83,7 @@ Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& o
       if (const std::string output = ChildOutputText(*ran); !output.empty()) std::printf("%s\n", output.c_str());
       return 1;
     }
-    const auto t = region.Floats<L>(L::kTimings);
+    const auto t = region.Floats<BenchLayout>(BenchLayout::kTimings);
     std::printf("%8d  %12s %5.0f  %12s %5.0f  %9.0fx\n", length, Duration(t[0]).c_str(), t[1], Duration(t[2]).c_str(),
                 t[3], t[2] / t[0]);
     std::fflush(stdout);
