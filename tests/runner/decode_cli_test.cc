@@ -49,6 +49,8 @@ std::set<std::string> Keys(const json& object) {
   return keys;
 }
 
+std::string ReadFile(const std::string& path) { return wbtest::ReadFile(path); }
+
 }  // namespace
 
 TEST_CASE("a mistake that only a later call can show is reported in that call, with absolute positions") {
@@ -186,4 +188,48 @@ TEST_CASE("list and hint name stage 2's progress by the table's checkpoint names
   CHECK(unknown.err.find("stage 2 has no checkpoint 'step0.attnOut'; its checkpoints are norm1, q, k, v, "
                          "cacheOtherRows, kCache") != std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the default check 2 runs the whole visible suite, quick pass first, and a bug only an edge case shows fails it") {
+  // What the visible suite holds: the quick pass in file order, then the slow full pass.
+  const json suite = json::parse(ReadFile(Source("data/stage02/visible.json")));
+  std::vector<std::string> quick;
+  std::vector<std::string> slow;
+  for (const auto& c : suite["cases"]) (c.value("slow", false) ? slow : quick).push_back(c["name"].get<std::string>());
+  REQUIRE(!slow.empty());
+  std::vector<std::string> everything = quick;
+  everything.insert(everything.end(), slow.begin(), slow.end());
+  auto caseNames = [](const json& report) {
+    std::vector<std::string> names;
+    for (const auto& c : report["cases"]) names.push_back(c["name"].get<std::string>());
+    return names;
+  };
+  const auto solved = Workbook("check 2 --solutions --format json");
+  CHECK(solved.status == 0);
+  CHECK(caseNames(json::parse(solved.out)) == everything);
+
+  // No running maximum: right while scores are small, inf once they reach the hundreds.
+  const std::string harness = Quote(wbtest::Env("WB_NO_RUNNING_MAXIMUM_HARNESS"));
+  const auto ran = Workbook("check 2 --format json --harness " + harness);
+  CHECK(ran.status == 1);
+  const json report = json::parse(ran.out);
+  CHECK(caseNames(report) == quick);  // the full pass waits for the quick one
+  bool caught = false;
+  for (const auto& c : report["cases"]) {
+    CAPTURE(c["name"].get<std::string>());
+    if (c["name"] != "large-scores") {
+      CHECK(c["status"] == "pass");
+      continue;
+    }
+    caught = true;
+    CHECK(c["status"] == "fail");
+    CHECK(c["first_failure"] == "step1.attnOut");
+    for (const auto& cp : c["checkpoints"]) {
+      if (cp["name"] == "step1.attnOut") CHECK(cp["misconception_id"] == "no-max-subtraction");
+    }
+  }
+  CHECK(caught);
+  const auto text = Workbook("check 2 --harness " + harness);
+  CHECK(text.status == 1);
+  CHECK(text.out.find("is done") == std::string::npos);
 }
