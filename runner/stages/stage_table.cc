@@ -107,7 +107,7 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
     static const std::set<std::string> kKnown = {
         "number", "dir", "file", "function", "title", "lesson", "visible", "hidden_example", "case_length",
         "checkpoints", "case_checkpoints", "reported_as", "compile_flags", "bench", "planted", "planted_timeout",
-        "hints", "available"};
+        "hints", "guards", "available"};
     for (const auto& [key, value] : s.items()) {
       if (!kKnown.count(key)) return fail(fmt::format("{}: unknown field '{}'", at, key));
     }
@@ -174,6 +174,33 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
         for (const auto& hint : list) {
           if (!hint.is_string()) return fail(fmt::format("{}.hints.{} must hold text", at, checkpoint));
           info.hints[checkpoint].push_back(hint.get<std::string>());
+        }
+      }
+    }
+    if (s.contains("guards")) {
+      auto perCall = [&info](const std::string& name) {
+        return std::find(info.checkpoints.begin(), info.checkpoints.end(), name) != info.checkpoints.end();
+      };
+      if (!s["guards"].is_object()) {
+        return fail(fmt::format("{}.guards must map a checkpoint to the checkpoints whose writes it guards", at));
+      }
+      for (const auto& [guard, guarded] : s["guards"].items()) {
+        if (!perCall(guard)) {
+          return fail(fmt::format("{}.guards names '{}', which is not one of its per-call checkpoints", at, guard));
+        }
+        if (!guarded.is_array() || guarded.empty()) {
+          return fail(fmt::format("{}.guards.{} must be a non-empty list of checkpoints", at, guard));
+        }
+        for (const auto& name : guarded) {
+          if (!name.is_string() || !perCall(name.get<std::string>())) {
+            return fail(fmt::format("{}.guards.{} lists {}, which is not one of its per-call checkpoints", at, guard,
+                                    name.dump()));
+          }
+          if (name.get<std::string>() == guard) {
+            return fail(fmt::format("{}.guards.{} lists itself: a checkpoint cannot count by its own writes", at,
+                                    guard));
+          }
+          info.guards[guard].push_back(name.get<std::string>());
         }
       }
     }

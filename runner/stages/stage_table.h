@@ -11,7 +11,11 @@
 //   "step{call}.{checkpoint}"), compile_flags (what student code and the solution are
 //   compiled with, besides the language and warnings), bench (what `bench N` measures, or
 //   absent), planted (the folder of planted bugs) with planted_timeout (seconds per bug),
-//   hints (per checkpoint, gentlest first).
+//   hints (per checkpoint, gentlest first), guards (optional: per-call checkpoints that check
+//   what the code must leave alone, each mapped to the per-call checkpoints whose writes it
+//   guards, {"cacheOtherRows": ["kCache", "vCache"]}; such a checkpoint passes before any code
+//   is written, so `list` counts it in a call only when that call wrote at least one element
+//   of a checkpoint it guards).
 #pragma once
 
 #include <map>
@@ -43,6 +47,8 @@ struct StageInfo {
   std::string planted;   // folder of .bug files, relative to the workbook root
   int plantedTimeout = 120;
   std::map<std::string, std::vector<std::string>> hints;  // per checkpoint, gentlest first
+  // guard checkpoint -> the per-call checkpoints whose writes make it count (see above)
+  std::map<std::string, std::vector<std::string>> guards;
   bool available = false;
 
   // The reported name of checkpoint `name` in call `call` (1-based).

@@ -51,6 +51,32 @@ std::set<std::string> Keys(const json& object) {
 
 std::string ReadFile(const std::string& path) { return wbtest::ReadFile(path); }
 
+// `text` with its one occurrence of `find` replaced.
+std::string Replaced(std::string text, const std::string& find, const std::string& replace) {
+  const size_t at = text.find(find);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(text.find(find, at + 1) == std::string::npos);
+  return text.replace(at, find.size(), replace);
+}
+
+// A stages/ tree with stage 1 solved and `decode` as stage 2's file.
+std::string StagesTree(const std::string& name, const std::string& decode) {
+  const std::string dir = std::filesystem::temp_directory_path() / fmt::format("wb-decode-{}-{}", getpid(), name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/01-block");
+  std::filesystem::create_directories(dir + "/02-kv-cache");
+  std::filesystem::copy_file(Source("solutions/01-block/block.cc"), dir + "/01-block/block.cc");
+  std::ofstream(dir + "/02-kv-cache/decode.cc") << decode;
+  return dir;
+}
+
+// Stage `number`'s line of `list`.
+std::string StageLine(const std::string& out, int number) {
+  const size_t at = out.find(fmt::format("  {}  ", number));
+  REQUIRE(at != std::string::npos);
+  return out.substr(at, out.find('\n', at) - at);
+}
+
 }  // namespace
 
 TEST_CASE("a mistake that only a later call can show is reported in that call, with absolute positions") {
@@ -188,6 +214,38 @@ TEST_CASE("list and hint name stage 2's progress by the table's checkpoint names
   CHECK(unknown.err.find("stage 2 has no checkpoint 'step0.attnOut'; its checkpoints are norm1, q, k, v, "
                          "cacheOtherRows, kCache") != std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("list counts a stage-2 checkpoint only where the case got that far, and names the first failure") {
+  // The untouched starter writes nothing, so the rows it must leave alone are untouched too:
+  // that is not progress.
+  const auto untouched = Workbook("list");
+  CHECK(untouched.status == 0);
+  const std::string starter = StageLine(untouched.out, 2);
+  CHECK(starter.find(" 0 / 13 checkpoints") != std::string::npos);
+  CHECK(starter.find("not started") != std::string::npos);
+
+  // attnOut wrong in every prefill: everything before it passes, the first failure is
+  // step1.attnOut.
+  const std::string solution = ReadFile(Source("solutions/02-kv-cache/decode.cc"));
+  const std::string causal = "const int visible = pos + t + 1;";
+  const std::string wholeCall = "const int visible = pos + n;";
+  const std::string attention = StagesTree("list-attention", Replaced(solution, causal, wholeCall));
+  const std::string line = StageLine(Workbook("list --stages-dir " + Quote(attention)).out, 2);
+  CHECK(line.find(" 7 / 13 checkpoints  [#######......]") != std::string::npos);
+  CHECK(line.find("next: attnOut") != std::string::npos);
+
+  // Both mistakes: q is wrong from the second call on, attnOut already in the first. The
+  // first failure in report order is step1.attnOut, though q comes first in the table.
+  const std::string both = StagesTree(
+      "list-both", Replaced(ReadFile(wbtest::Env("WB_ROPE_WITHIN_CALL_SOURCE")), causal, wholeCall));
+  const auto ran = Workbook("check 2 --format json --stages-dir " + Quote(both));
+  REQUIRE(ran.status == 1);
+  CHECK(json::parse(ran.out)["cases"][0]["first_failure"] == "step1.attnOut");
+  const std::string bothLine = StageLine(Workbook("list --stages-dir " + Quote(both)).out, 2);
+  CHECK(bothLine.find("next: attnOut") != std::string::npos);
+  CHECK(bothLine.find("next: q") == std::string::npos);
+  for (const auto& dir : {attention, both}) std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("the default check 2 runs the whole visible suite, quick pass first, and a bug only an edge case shows fails it") {

@@ -4,7 +4,9 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "runner/stages/stage_table.h"
 
@@ -59,4 +61,24 @@ TEST_CASE("the table's own refusals") {
   CHECK(Refusal(R"({"number": 1, "dir": "x", "title": "y", "lesson": "l.md", "checkpoints": ["q"],
                     "hints": {"k": ["a hint"]}})") ==
         "t.json: stages[0].hints names 'k', which is not one of its checkpoints");
+}
+
+TEST_CASE("a row's guards name per-call checkpoints, never themselves") {
+  const std::string row = R"({"number": 2, "dir": "02-x", "title": "X", "lesson": "x.md", "available": true,
+      "file": "x.cc", "function": "x", "visible": "v.json", "hidden_example": "h.json", "planted": "p",
+      "checkpoints": ["k", "otherRows", "kCache"], "case_checkpoints": ["same"], )";
+  auto table = wb::ParseStageTable(R"({"version": 1, "stages": [)" + row + R"("guards": {"otherRows": ["kCache"]}}]})",
+                                   "t.json");
+  REQUIRE(table.ok());
+  CHECK(table->stages.at(0).guards == std::map<std::string, std::vector<std::string>>{{"otherRows", {"kCache"}}});
+  CHECK(Refusal(row + R"("guards": ["otherRows"]})") ==
+        "t.json: stages[0].guards must map a checkpoint to the checkpoints whose writes it guards");
+  CHECK(Refusal(row + R"("guards": {"same": ["kCache"]}})") ==
+        "t.json: stages[0].guards names 'same', which is not one of its per-call checkpoints");
+  CHECK(Refusal(row + R"("guards": {"otherRows": []}})") ==
+        "t.json: stages[0].guards.otherRows must be a non-empty list of checkpoints");
+  CHECK(Refusal(row + R"("guards": {"otherRows": ["vCache"]}})") ==
+        "t.json: stages[0].guards.otherRows lists \"vCache\", which is not one of its per-call checkpoints");
+  CHECK(Refusal(row + R"("guards": {"otherRows": ["otherRows"]}})") ==
+        "t.json: stages[0].guards.otherRows lists itself: a checkpoint cannot count by its own writes");
 }
