@@ -214,6 +214,35 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
     }
     table.stages.push_back(std::move(info));
   }
+  if (root.contains("misconception_hints")) {
+    const json& hints = root["misconception_hints"];
+    if (!hints.is_object()) return fail("field 'misconception_hints' must map misconception ids to lists of hints");
+    for (const auto& [id, list] : hints.items()) {
+      const bool wellFormed = !id.empty() && id.front() != '-' && id.back() != '-' &&
+                              id.find("--") == std::string::npos &&
+                              std::all_of(id.begin(), id.end(), [](unsigned char c) {
+                                return std::islower(c) || std::isdigit(c) || c == '-';
+                              });
+      if (!wellFormed) {
+        return fail(fmt::format("misconception_hints: '{}' is not a misconception id (lowercase words joined by '-')",
+                                id));
+      }
+      for (const auto& stage : table.stages) {
+        const std::vector<std::string> names = stage.AllCheckpoints();
+        if (std::find(names.begin(), names.end(), id) != names.end()) {
+          return fail(fmt::format("misconception_hints: '{}' is also a checkpoint of stage {}; a misconception id "
+                                  "must differ from every checkpoint name", id, stage.number));
+        }
+      }
+      if (!list.is_array() || list.empty()) {
+        return fail(fmt::format("misconception_hints.{} must be a non-empty list of hints", id));
+      }
+      for (const auto& hint : list) {
+        if (!hint.is_string()) return fail(fmt::format("misconception_hints.{} must hold text", id));
+        table.misconceptionHints[id].push_back(hint.get<std::string>());
+      }
+    }
+  }
   return table;
 }
 

@@ -16,6 +16,13 @@
 //   guards, {"cacheOtherRows": ["kCache", "vCache"]}; such a checkpoint passes before any code
 //   is written, so `list` counts it in a call only when that call wrote at least one element
 //   of a checkpoint it guards).
+//
+// Beside the rows, the table has misconception_hints: for each misconception id of the
+// runner's catalogues (runner/diagnose/misconceptions.cc and each stage's own beside its
+// driver), graded hints, gentlest first, that `hint` shows instead of the checkpoint's when
+// the first failing checkpoint is diagnosed as that mistake. Ids are lowercase words joined
+// by '-', and none may be a checkpoint's name (the hint record keys both alike). That every
+// catalogue id has hints is the course self-check's (tests/course/course_check.cc).
 #pragma once
 
 #include <map>
@@ -63,6 +70,8 @@ struct StageInfo {
 struct StageTable {
   int version = 0;
   std::vector<StageInfo> stages;
+  // misconception id -> graded hints, gentlest first (see above)
+  std::map<std::string, std::vector<std::string>> misconceptionHints;
 
   const StageInfo* Find(int number) const;
   const StageInfo* Next(int number) const;  // the stage after `number`, available or not

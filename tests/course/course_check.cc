@@ -8,6 +8,7 @@
 //     of the table;
 //   - every per-call and per-case checkpoint has hints, the lesson exists, and the row has a
 //     bench exactly when the build made one;
+//   - every misconception the runner's catalogues can name has two or three graded hints;
 //   - the visible suite, which a student reads in full, has every kind of edge case the
 //     hidden example has, with seeds of its own;
 //   - every relative link of the README and the docs reaches a file, and its #anchor a heading;
@@ -29,6 +30,8 @@
 #include <nlohmann/json.hpp>
 
 #include "runner/cases/case_file.h"
+#include "runner/diagnose/misconceptions.h"
+#include "runner/stages/02-kv-cache/decode_misconceptions.h"
 #include "runner/stages/stage_driver.h"
 #include "runner/stages/stage_table.h"
 #include "tests/runner/run_command.h"
@@ -179,6 +182,22 @@ TEST_CASE("every checkpoint has hints, and every lesson exists") {
       CAPTURE(name);
       CHECK(stage.hints.count(name) == 1);
     }
+  }
+}
+
+TEST_CASE("every misconception the runner can name has graded hints") {
+  // Every catalogue the runner links (the block's, and each stage's own beside its driver):
+  // `hint` shows the table's misconception_hints when the first failure is one of these.
+  std::vector<std::string> ids;
+  for (const auto& m : wb::BlockMisconceptions()) ids.emplace_back(m.id);
+  for (const auto& m : wb::stage02::DecodeMisconceptions()) ids.emplace_back(m.id);
+  REQUIRE(ids.size() >= 19);
+  for (const auto& id : ids) {
+    CAPTURE(id);
+    const auto hints = Table().misconceptionHints.find(id);
+    REQUIRE(hints != Table().misconceptionHints.end());
+    CHECK(hints->second.size() >= 2);
+    CHECK(hints->second.size() <= 3);
   }
 }
 

@@ -190,29 +190,35 @@ TEST_CASE("bench 2 refuses to time a kernel that fails the visible cases") {
 
 TEST_CASE("list and hint name stage 2's progress by the table's checkpoint names") {
   // Stage 1 solved; stage 2 right in its first call and wrong at q from the second on.
-  const std::string dir = std::filesystem::temp_directory_path() / ("wb-list-hint-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir + "/01-block");
-  std::filesystem::create_directories(dir + "/02-kv-cache");
-  std::filesystem::copy_file(Source("solutions/01-block/block.cc"), dir + "/01-block/block.cc");
-  std::filesystem::copy_file(wbtest::Env("WB_ROPE_WITHIN_CALL_SOURCE"), dir + "/02-kv-cache/decode.cc");
+  const std::string dir = StagesTree("list-hint", ReadFile(wbtest::Env("WB_ROPE_WITHIN_CALL_SOURCE")));
   const auto list = Workbook("list --stages-dir " + Quote(dir));
   CHECK(list.status == 0);
-  const size_t at = list.out.find("  2  ");
-  REQUIRE(at != std::string::npos);
-  const std::string line = list.out.substr(at, list.out.find('\n', at) - at);
+  const std::string line = StageLine(list.out, 2);
   CHECK(line.find("4 / 13 checkpoints") != std::string::npos);  // norm1, v, cacheOtherRows, vCache
   CHECK(line.find("next: q") != std::string::npos);
   const std::string state = "WORKBOOK_HINT_STATE=" + Quote(dir + "/hints.json") + " ";
-  const auto hint = wbtest::RunShell(state + Quote(wbtest::Env("WB_RUNNER")) + " hint 2 --stages-dir " + Quote(dir));
-  CHECK(hint.status == 0);
-  CHECK(hint.out.find("Hints for q (stage 2), 1 of 3:") != std::string::npos);
-  const auto named = wbtest::RunShell(state + Quote(wbtest::Env("WB_RUNNER")) + " hint 2 step3.attnOut");
+  auto hint = [&state](const std::string& args) {
+    return wbtest::RunShell(state + Quote(wbtest::Env("WB_RUNNER")) + " hint 2 " + args);
+  };
+  // The first failure, step2.q, is a mistake the runner names: its hints, not q's.
+  const auto first = hint("--stages-dir " + Quote(dir));
+  CHECK(first.status == 0);
+  CHECK(first.out.find("The first wrong buffer is step2.q, and the runner recognises the mistake "
+                       "(rope-position-within-call)") != std::string::npos);
+  CHECK(first.out.find("Hints for rope-position-within-call (stage 2), 1 of 3:") != std::string::npos);
+  // A checkpoint by its reported name or by the table's, one record for both.
+  const auto named = hint("step3.attnOut");
   CHECK(named.status == 0);
   CHECK(named.out.find("Hints for attnOut (stage 2), 1 of 3:") != std::string::npos);
-  const auto unknown = wbtest::RunShell(state + Quote(wbtest::Env("WB_RUNNER")) + " hint 2 step0.attnOut");
+  const auto bare = hint("attnOut");
+  CHECK(bare.status == 0);
+  CHECK(bare.out.find("Hints for attnOut (stage 2), 2 of 3:") != std::string::npos);
+  CHECK(hint("sameAsPrefill").out.find("Hints for sameAsPrefill (stage 2), 1 of 3:") != std::string::npos);
+  const auto unknown = hint("step0.attnOut");
   CHECK(unknown.status == 2);
   CHECK(unknown.err.find("stage 2 has no checkpoint 'step0.attnOut'; its checkpoints are norm1, q, k, v, "
                          "cacheOtherRows, kCache") != std::string::npos);
+  CHECK(hint("attnout").status == 2);
   std::filesystem::remove_all(dir);
 }
 

@@ -82,3 +82,29 @@ TEST_CASE("a row's guards name per-call checkpoints, never themselves") {
   CHECK(Refusal(row + R"("guards": {"otherRows": ["otherRows"]}})") ==
         "t.json: stages[0].guards.otherRows lists itself: a checkpoint cannot count by its own writes");
 }
+
+TEST_CASE("misconception hints are keyed by ids that no checkpoint shares") {
+  const std::string stages = R"({"version": 1, "stages": [{"number": 1, "dir": "01-x", "title": "X",
+      "lesson": "x.md", "checkpoints": ["norm1", "q"]}], "misconception_hints": )";
+  auto table = wb::ParseStageTable(stages + R"({"missing-epsilon": ["one", "two"]}})", "t.json");
+  REQUIRE(table.ok());
+  CHECK(table->misconceptionHints.at("missing-epsilon") == std::vector<std::string>{"one", "two"});
+  auto refusal = [&](const std::string& hints) {
+    auto parsed = wb::ParseStageTable(stages + hints + "}", "t.json");
+    REQUIRE(!parsed.ok());
+    CHECK(parsed.error().kind == wb::ErrorKind::kBadData);
+    return parsed.error().message;
+  };
+  CHECK(refusal(R"(["missing-epsilon"])") ==
+        "t.json: field 'misconception_hints' must map misconception ids to lists of hints");
+  CHECK(refusal(R"({"Missing_Epsilon": ["a"]})") ==
+        "t.json: misconception_hints: 'Missing_Epsilon' is not a misconception id (lowercase words joined by '-')");
+  CHECK(refusal(R"({"missing--epsilon": ["a"]})") ==
+        "t.json: misconception_hints: 'missing--epsilon' is not a misconception id (lowercase words joined by '-')");
+  CHECK(refusal(R"({"q": ["a"]})") ==
+        "t.json: misconception_hints: 'q' is also a checkpoint of stage 1; a misconception id must differ from every "
+        "checkpoint name");
+  CHECK(refusal(R"({"missing-epsilon": []})") ==
+        "t.json: misconception_hints.missing-epsilon must be a non-empty list of hints");
+  CHECK(refusal(R"({"missing-epsilon": [3]})") == "t.json: misconception_hints.missing-epsilon must hold text");
+}
