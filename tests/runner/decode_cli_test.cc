@@ -254,6 +254,20 @@ TEST_CASE("list counts a stage-2 checkpoint only where the case got that far, an
   for (const auto& dir : {attention, both}) std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("bench 2 times the student's own file by default, the worked answer with --solutions") {
+  const std::string tree = StagesTree("bench-own", ReadFile(Source("solutions/02-kv-cache/decode.cc")));
+  const auto own = Workbook("bench 2 --contexts 8 --budget 0.05 --stages-dir " + Quote(tree));
+  CHECK(own.status == 0);
+  CHECK(own.out.find("bench: " + tree + "/02-kv-cache/decode.cc passes stage 2's visible cases; timing it") !=
+        std::string::npos);
+  CHECK(own.out.find("solutions/02-kv-cache/decode.cc") == std::string::npos);
+  const auto worked = Workbook("bench 2 --solutions --contexts 8 --budget 0.05 --stages-dir " + Quote(tree));
+  CHECK(worked.status == 0);
+  CHECK(worked.out.find("bench: solutions/02-kv-cache/decode.cc passes stage 2's visible cases; timing it") !=
+        std::string::npos);
+  std::filesystem::remove_all(tree);
+}
+
 TEST_CASE("the default check 2 runs the whole visible suite, quick pass first, and a bug only an edge case shows fails it") {
   // What the visible suite holds: the quick pass in file order, then the slow full pass.
   const json suite = json::parse(ReadFile(Source("data/stage02/visible.json")));
