@@ -60,10 +60,10 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
     if (!c.is_object()) return fail(fmt::format("{} is a {}, not an object", at, TypeName(c)));
     for (const auto& [key, value] : c.items()) {
       static const std::set<std::string> kKnown = {"name", "T", "steps", "seed", "x_scale", "w_scale",
-                                                   "hidden", "points", "description"};
+                                                   "hidden", "slow", "points", "description"};
       if (!kKnown.count(key)) {
         return fail(fmt::format("{}: unknown field '{}' (expected name, T or steps, seed, x_scale, w_scale, "
-                                "hidden, points)", at, key));
+                                "hidden, slow, points, description)", at, key));
       }
     }
     CaseSpec spec;
@@ -122,6 +122,13 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
     if (c.contains("hidden")) {
       if (!c["hidden"].is_boolean()) return fail(fmt::format("{}.hidden must be true or false", named));
       spec.hidden = c["hidden"].get<bool>();
+    }
+    if (c.contains("slow")) {
+      if (!c["slow"].is_boolean()) return fail(fmt::format("{}.slow must be true or false", named));
+      spec.slow = c["slow"].get<bool>();
+    }
+    if (c.contains("description") && !c["description"].is_string()) {
+      return fail(fmt::format("{}.description must be text", named));
     }
     file.cases.push_back(std::move(spec));
   }

@@ -5,7 +5,13 @@
 //    "cases": [{"name": "visible-T4", "T": 4, "seed": 1,
 //               "x_scale": 1.0, "w_scale": 1.0,      optional, default 1
 //               "hidden": false,                     optional: report pass/fail and error size only
-//               "points": 1.0}]}                     optional: points per checkpoint (graders)
+//               "slow": false,                       optional: part of the full pass only (below)
+//               "points": 1.0,                       optional: points per checkpoint (graders)
+//               "description": "..."}]}              optional: what the case is for
+// A stage's visible suite is run in two passes by a plain `check N` (runner/engine/check.h):
+// the quick pass (every case not marked slow) on every check, then the full pass (the slow
+// cases) once every quick case passes, so the edit loop stays fast and "done" still means
+// every case. A case file given with --cases runs every case, in file order.
 // A stage whose row of data/stages.json has "case_length": "steps" gives
 // "steps": [n0, n1, ...] (tokens per call) instead of "T".
 //
@@ -31,6 +37,7 @@ struct CaseSpec {
   double xScale = 1.0;
   double wScale = 1.0;
   bool hidden = false;
+  bool slow = false;        // part of the full pass only
   double points = 1.0;      // per checkpoint
 
   int Tokens() const;       // T, or the sum of steps

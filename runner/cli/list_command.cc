@@ -1,6 +1,8 @@
 // `workbook list`: every stage and how far your code gets, on one screen.
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -13,8 +15,30 @@
 namespace wb::cli {
 namespace {
 
-// A checkpoint of the table counts when it passes in every visible case, in every call
-// that reports it (stage 2's attnOut counts when step1.attnOut, step2.attnOut, ... all pass).
+// Whether checkpoint `cp` of case `c` counts as reached: a checkpoint the row lists under
+// "guards" (one that checks what the code must leave alone, and so passes before anything
+// is written) counts in a call only when that call wrote an element of a checkpoint it guards.
+bool Reached(const CaseReport& c, const CheckpointReport& cp, const StageInfo& stage) {
+  const std::optional<std::string> base = stage.BaseName(cp.name);
+  if (!base) return true;
+  const auto guard = stage.guards.find(*base);
+  if (guard == stage.guards.end()) return true;
+  for (int call = 1; call <= static_cast<int>(c.checkpoints.size()); ++call) {
+    if (stage.Reported(*base, call) != cp.name) continue;
+    for (const auto& other : c.checkpoints) {
+      for (const auto& guarded : guard->second) {
+        if (other.name == stage.Reported(guarded, call) && other.unwritten < other.total) return true;
+      }
+    }
+    return false;
+  }
+  return true;
+}
+
+// A checkpoint of the table counts when it passes, and was reached, in every visible case,
+// in every call that reports it (stage 2's attnOut counts when step1.attnOut,
+// step2.attnOut, ... all pass). "next" is the first failing checkpoint in report order (the
+// first failing case's first failure), the one `check` and `hint` start from.
 std::string Progress(const RunReport& report, const StageInfo& stage) {
   if (report.status == RunStatus::kCompileError) return "does not compile (./workbook check shows why)";
   const std::vector<std::string> names = stage.AllCheckpoints();
@@ -26,7 +50,7 @@ std::string Progress(const RunReport& report, const StageInfo& stage) {
       for (const auto& cp : c.checkpoints) {
         if (stage.BaseName(cp.name) != name) continue;
         reported = true;
-        passes[name] = passes[name] && cp.status == CheckStatus::kPass;
+        passes[name] = passes[name] && cp.status == CheckStatus::kPass && Reached(c, cp, stage);
       }
       passes[name] = passes[name] && reported;
     }
@@ -36,17 +60,28 @@ std::string Progress(const RunReport& report, const StageInfo& stage) {
   std::string bar;
   for (const auto& name : names) {
     bar += passes[name] ? '#' : '.';
-    if (passes[name]) {
-      ++passing;
-    } else if (next.empty()) {
-      next = name;
+    if (passes[name]) ++passing;
+  }
+  for (const auto& c : report.cases) {
+    if (c.status == CaseStatus::kPass || !c.firstFailure) continue;
+    next = stage.BaseName(*c.firstFailure).value_or(*c.firstFailure);
+    break;
+  }
+  if (next.empty()) {  // no case names a failing checkpoint: the first one not counted
+    for (const auto& name : names) {
+      if (!passes[name]) {
+        next = name;
+        break;
+      }
     }
   }
   std::string line = fmt::format("{:>2} / {:<2} checkpoints  [{}]", passing, names.size(), bar);
-  if (passing == names.size()) return line + "  done";
+  if (report.status == RunStatus::kPass) return line + "  done";
   bool untouched = true;
   for (const auto& c : report.cases) untouched = untouched && c.status == CaseStatus::kNotImplemented;
-  return line + (untouched ? "  not started" : fmt::format("  next: {}", next));
+  if (untouched) return line + "  not started";
+  if (next.empty()) return line + fmt::format("  not done: ./workbook check {} says why", stage.number);
+  return line + fmt::format("  next: {}", next);
 }
 
 int RunList(const std::string& stagesDir) {

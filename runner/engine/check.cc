@@ -1,7 +1,9 @@
 #include "check.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -135,17 +137,34 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
     report.compilerOutput = impl->compilerOutput;
     return report;
   }
-  for (CaseSpec spec : cases->cases) {
-    if (o.showHidden) spec.hidden = false;
-    context.limits.wallSeconds = o.timeLimitSeconds > 0 ? o.timeLimitSeconds : driver->DefaultTimeLimit(spec);
-    auto ran = RunCase(*driver, spec, context);
-    if (!ran.ok()) return ran.error();
-    report.cases.push_back(std::move(*ran));
+  // The visible suite: the quick pass, then the full pass once every quick case passed.
+  // Any other case file: every case, in its order.
+  const bool twoPasses = o.casesPath.empty();
+  std::vector<const CaseSpec*> quick;
+  std::vector<const CaseSpec*> full;
+  for (const CaseSpec& spec : cases->cases) (twoPasses && spec.slow ? full : quick).push_back(&spec);
+  auto runAll = [&](const std::vector<const CaseSpec*>& pass) -> Status {
+    for (const CaseSpec* listed : pass) {
+      CaseSpec spec = *listed;
+      if (o.showHidden) spec.hidden = false;
+      context.limits.wallSeconds = o.timeLimitSeconds > 0 ? o.timeLimitSeconds : driver->DefaultTimeLimit(spec);
+      auto ran = RunCase(*driver, spec, context);
+      if (!ran.ok()) return ran.error();
+      report.cases.push_back(std::move(*ran));
+    }
+    return Status::Ok();
+  };
+  auto allPassed = [&report] {
+    return std::all_of(report.cases.begin(), report.cases.end(),
+                       [](const CaseReport& c) { return c.status == CaseStatus::kPass; });
+  };
+  if (auto ran = runAll(quick); !ran.ok()) return ran.error();
+  if (allPassed()) {
+    if (auto ran = runAll(full); !ran.ok()) return ran.error();
+  } else {
+    for (const CaseSpec* spec : full) report.casesNotRun.push_back(spec->name);
   }
-  report.status = RunStatus::kPass;
-  for (const auto& c : report.cases) {
-    if (c.status != CaseStatus::kPass) report.status = RunStatus::kFail;
-  }
+  report.status = allPassed() && report.casesNotRun.empty() ? RunStatus::kPass : RunStatus::kFail;
   return report;
 }
 

@@ -1,5 +1,11 @@
 // `check`: one stage, one case file, one implementation, a report.
 //
+// Suites: without --cases, the stage's visible suite runs in two passes: the quick pass
+// (every case not marked "slow"), then, only when every quick case passed, the full pass
+// (the slow ones); the report lists the slow cases it did not run (casesNotRun), and it
+// passes only when every case of the suite ran and passed. A case file given with --cases
+// runs every case, in file order (graders need every case's score).
+//
 // Contract: RunCheck returns a report for anything the student's code does, including
 // not compiling; an Error for bad usage or bad data (exit 2) or for a failure of the
 // workbook itself (exit 3). Every case goes through RunCase, which stamps the case's name
@@ -21,7 +27,7 @@ struct CheckOptions {
   int stage = 0;
   bool solutions = false;     // check solutions/ instead of stages/
   bool showHidden = false;    // report hidden cases in full (an instructor debugging a suite)
-  std::string casesPath;      // default: the stage's visible suite
+  std::string casesPath;      // default: the stage's visible suite, quick pass then full pass
   std::string stagesDir;      // another tree's stages/ folder (a submission)
   std::string harness;        // a prebuilt child executable (tests, planted bugs)
   std::string weightsPath;    // default: the stage's own data files

@@ -79,6 +79,9 @@ struct RunReport {
   RunStatus status = RunStatus::kPass;
   std::string compilerOutput;
   std::vector<CaseReport> cases;
+  // The slow cases of the stage's visible suite (its full pass) that were not run because a
+  // case of the quick pass failed; they run once every quick case passes (runner/engine/check.h).
+  std::vector<std::string> casesNotRun;
 };
 
 // Strips from a hidden case everything but names, pass/fail and error magnitudes.

@@ -107,7 +107,7 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
     static const std::set<std::string> kKnown = {
         "number", "dir", "file", "function", "title", "lesson", "visible", "hidden_example", "case_length",
         "checkpoints", "case_checkpoints", "reported_as", "compile_flags", "bench", "planted", "planted_timeout",
-        "hints", "available"};
+        "hints", "guards", "available"};
     for (const auto& [key, value] : s.items()) {
       if (!kKnown.count(key)) return fail(fmt::format("{}: unknown field '{}'", at, key));
     }
@@ -177,6 +177,33 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
         }
       }
     }
+    if (s.contains("guards")) {
+      auto perCall = [&info](const std::string& name) {
+        return std::find(info.checkpoints.begin(), info.checkpoints.end(), name) != info.checkpoints.end();
+      };
+      if (!s["guards"].is_object()) {
+        return fail(fmt::format("{}.guards must map a checkpoint to the checkpoints whose writes it guards", at));
+      }
+      for (const auto& [guard, guarded] : s["guards"].items()) {
+        if (!perCall(guard)) {
+          return fail(fmt::format("{}.guards names '{}', which is not one of its per-call checkpoints", at, guard));
+        }
+        if (!guarded.is_array() || guarded.empty()) {
+          return fail(fmt::format("{}.guards.{} must be a non-empty list of checkpoints", at, guard));
+        }
+        for (const auto& name : guarded) {
+          if (!name.is_string() || !perCall(name.get<std::string>())) {
+            return fail(fmt::format("{}.guards.{} lists {}, which is not one of its per-call checkpoints", at, guard,
+                                    name.dump()));
+          }
+          if (name.get<std::string>() == guard) {
+            return fail(fmt::format("{}.guards.{} lists itself: a checkpoint cannot count by its own writes", at,
+                                    guard));
+          }
+          info.guards[guard].push_back(name.get<std::string>());
+        }
+      }
+    }
     if (info.dir.empty() || info.title.empty() || info.lesson.empty()) {
       return fail(fmt::format("{} needs 'dir', 'title' and 'lesson'", at));
     }
@@ -186,6 +213,35 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
                               "'checkpoints' or 'planted'", at));
     }
     table.stages.push_back(std::move(info));
+  }
+  if (root.contains("misconception_hints")) {
+    const json& hints = root["misconception_hints"];
+    if (!hints.is_object()) return fail("field 'misconception_hints' must map misconception ids to lists of hints");
+    for (const auto& [id, list] : hints.items()) {
+      const bool wellFormed = !id.empty() && id.front() != '-' && id.back() != '-' &&
+                              id.find("--") == std::string::npos &&
+                              std::all_of(id.begin(), id.end(), [](unsigned char c) {
+                                return std::islower(c) || std::isdigit(c) || c == '-';
+                              });
+      if (!wellFormed) {
+        return fail(fmt::format("misconception_hints: '{}' is not a misconception id (lowercase words joined by '-')",
+                                id));
+      }
+      for (const auto& stage : table.stages) {
+        const std::vector<std::string> names = stage.AllCheckpoints();
+        if (std::find(names.begin(), names.end(), id) != names.end()) {
+          return fail(fmt::format("misconception_hints: '{}' is also a checkpoint of stage {}; a misconception id "
+                                  "must differ from every checkpoint name", id, stage.number));
+        }
+      }
+      if (!list.is_array() || list.empty()) {
+        return fail(fmt::format("misconception_hints.{} must be a non-empty list of hints", id));
+      }
+      for (const auto& hint : list) {
+        if (!hint.is_string()) return fail(fmt::format("misconception_hints.{} must hold text", id));
+        table.misconceptionHints[id].push_back(hint.get<std::string>());
+      }
+    }
   }
   return table;
 }

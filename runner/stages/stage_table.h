@@ -11,7 +11,18 @@
 //   "step{call}.{checkpoint}"), compile_flags (what student code and the solution are
 //   compiled with, besides the language and warnings), bench (what `bench N` measures, or
 //   absent), planted (the folder of planted bugs) with planted_timeout (seconds per bug),
-//   hints (per checkpoint, gentlest first).
+//   hints (per checkpoint, gentlest first), guards (optional: per-call checkpoints that check
+//   what the code must leave alone, each mapped to the per-call checkpoints whose writes it
+//   guards, {"cacheOtherRows": ["kCache", "vCache"]}; such a checkpoint passes before any code
+//   is written, so `list` counts it in a call only when that call wrote at least one element
+//   of a checkpoint it guards).
+//
+// Beside the rows, the table has misconception_hints: for each misconception id of the
+// runner's catalogues (runner/diagnose/misconceptions.cc and each stage's own beside its
+// driver), graded hints, gentlest first, that `hint` shows instead of the checkpoint's when
+// the first failing checkpoint is diagnosed as that mistake. Ids are lowercase words joined
+// by '-', and none may be a checkpoint's name (the hint record keys both alike). That every
+// catalogue id has hints is the course self-check's (tests/course/course_check.cc).
 #pragma once
 
 #include <map>
@@ -43,6 +54,8 @@ struct StageInfo {
   std::string planted;   // folder of .bug files, relative to the workbook root
   int plantedTimeout = 120;
   std::map<std::string, std::vector<std::string>> hints;  // per checkpoint, gentlest first
+  // guard checkpoint -> the per-call checkpoints whose writes make it count (see above)
+  std::map<std::string, std::vector<std::string>> guards;
   bool available = false;
 
   // The reported name of checkpoint `name` in call `call` (1-based).
@@ -57,6 +70,8 @@ struct StageInfo {
 struct StageTable {
   int version = 0;
   std::vector<StageInfo> stages;
+  // misconception id -> graded hints, gentlest first (see above)
+  std::map<std::string, std::vector<std::string>> misconceptionHints;
 
   const StageInfo* Find(int number) const;
   const StageInfo* Next(int number) const;  // the stage after `number`, available or not

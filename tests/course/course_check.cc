@@ -8,6 +8,9 @@
 //     of the table;
 //   - every per-call and per-case checkpoint has hints, the lesson exists, and the row has a
 //     bench exactly when the build made one;
+//   - every misconception the runner's catalogues can name has two or three graded hints;
+//   - the visible suite, which a student reads in full, has every kind of edge case the
+//     hidden example has, with seeds of its own;
 //   - every relative link of the README and the docs reaches a file, and its #anchor a heading;
 //   - the README's and docs/index.md's stage tables and mkdocs.yml's nav agree with the table.
 // Run: course-check STAGE:BUG,BUG,... ...  (with WB_RUNNER and WB_SOURCE set, as meson does)
@@ -26,6 +29,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "runner/cases/case_file.h"
+#include "runner/diagnose/misconceptions.h"
+#include "runner/stages/02-kv-cache/decode_misconceptions.h"
 #include "runner/stages/stage_driver.h"
 #include "runner/stages/stage_table.h"
 #include "tests/runner/run_command.h"
@@ -176,6 +182,69 @@ TEST_CASE("every checkpoint has hints, and every lesson exists") {
       CAPTURE(name);
       CHECK(stage.hints.count(name) == 1);
     }
+  }
+}
+
+TEST_CASE("every misconception the runner can name has graded hints") {
+  // Every catalogue the runner links (the block's, and each stage's own beside its driver):
+  // `hint` shows the table's misconception_hints when the first failure is one of these.
+  std::vector<std::string> ids;
+  for (const auto& m : wb::BlockMisconceptions()) ids.emplace_back(m.id);
+  for (const auto& m : wb::stage02::DecodeMisconceptions()) ids.emplace_back(m.id);
+  REQUIRE(ids.size() >= 19);
+  for (const auto& id : ids) {
+    CAPTURE(id);
+    const auto hints = Table().misconceptionHints.find(id);
+    REQUIRE(hints != Table().misconceptionHints.end());
+    CHECK(hints->second.size() >= 2);
+    CHECK(hints->second.size() <= 3);
+  }
+}
+
+namespace {
+
+// The kinds of edge case a case is, in the terms the lessons teach them.
+std::set<std::string> EdgeKinds(const wb::CaseSpec& c) {
+  const std::vector<int> calls = c.steps.empty() ? std::vector<int>{c.T} : c.steps;
+  std::set<std::string> kinds;
+  if (calls.front() == 1) kinds.insert("a first call of one token");
+  if (c.Tokens() >= 64) kinds.insert("a long sequence");
+  if (c.xScale < 0.01) kinds.insert("tiny inputs");
+  if (c.wScale >= 8) kinds.insert("huge scores");
+  if (calls.size() >= 6) kinds.insert("many calls");
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (calls[i] > 1 && calls[i] % 2 == 1) kinds.insert("an odd length");
+    if (i > 0 && calls[i] > 1) kinds.insert("a prefill in chunks");
+  }
+  return kinds;
+}
+
+}  // namespace
+
+TEST_CASE("the visible suite has every kind of edge case the hidden example has, with seeds of its own") {
+  for (const wb::StageInfo* stage : Available()) {
+    CAPTURE(stage->number);
+    auto visible = wb::LoadCaseFile(Source(stage->visible), Table());
+    auto hidden = wb::LoadCaseFile(Source(stage->hiddenExample), Table());
+    REQUIRE(visible.ok());
+    REQUIRE(hidden.ok());
+    std::set<std::string> shown;
+    std::set<uint64_t> seeds;
+    for (const auto& c : visible->cases) {
+      CHECK(!c.hidden);
+      const auto kinds = EdgeKinds(c);
+      shown.insert(kinds.begin(), kinds.end());
+      seeds.insert(c.seed);
+    }
+    for (const auto& c : hidden->cases) {
+      CAPTURE(c.name);
+      CHECK(seeds.count(c.seed) == 0);  // the hidden example stays the instructors' own
+      for (const auto& kind : EdgeKinds(c)) {
+        CAPTURE(kind);
+        CHECK(shown.count(kind) == 1);
+      }
+    }
+    CHECK(shown.size() >= 4);
   }
 }
 

@@ -13,6 +13,8 @@
 //                                    named there (the runner must not guess)
 //   observation: TEXT                appears in caught-at's observation in some failing case
 //   status: fail | crash | timeout   the status of every failing case (default fail)
+//   status[CASE]: STATUS             the status of case CASE instead (a write past a buffer
+//                                    hits a guard page or a canary, as T lays the buffer out)
 //   headline: TEXT                   appears in every failing case's headline
 //   suites: visible | hidden | both  which suites must have a failing case (default visible);
 //           visible-only             run the visible suite only (the outcome depends on T)
@@ -126,7 +128,8 @@ int main(int argc, char** argv) {
         fail(where + " failed (" + c["status"].get<std::string>() + "), but this variant is correct");
         continue;
       }
-      if (c["status"] != status) fail(where + ": status is " + c["status"].dump() + ", expected " + status);
+      const std::string caseStatus = Get(header, "status[" + c["name"].get<std::string>() + "]", status);
+      if (c["status"] != caseStatus) fail(where + ": status is " + c["status"].dump() + ", expected " + caseStatus);
       const std::string caseCaughtAt = Get(header, "caught-at[" + c["name"].get<std::string>() + "]", caughtAt);
       const json expectedFirst = caseCaughtAt == "null" ? json(nullptr) : json(caseCaughtAt);
       if (c["first_failure"] != expectedFirst) {
@@ -154,10 +157,11 @@ int main(int argc, char** argv) {
     }
   }
   for (const auto& [key, value] : header) {
-    const std::string prefix = "caught-at[";
-    if (key.rfind(prefix, 0) != 0) continue;
-    const std::string name = key.substr(prefix.size(), key.size() - prefix.size() - 1);
-    if (!caseNames.count(name)) fail("'" + key + "' names a case that neither suite has");
+    for (const std::string prefix : {"caught-at[", "status["}) {
+      if (key.rfind(prefix, 0) != 0) continue;
+      const std::string name = key.substr(prefix.size(), key.size() - prefix.size() - 1);
+      if (!caseNames.count(name)) fail("'" + key + "' names a case that neither suite has");
+    }
   }
   if (!misconception.empty() && misconception != "none" && !misconceptionSeen) {
     fail("the misconception " + misconception + " was never named at " + caughtAt);

@@ -51,7 +51,7 @@ TEST_CASE("refusals name the file and the field") {
   CHECK(Refusal(R"({"stage": 1, "cases": []})") == "suite.json: field 'cases' is empty: a case file needs at least one case");
   CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "T": 4, "seed": 1, "x_sclae": 2}]})") ==
         "suite.json: cases[0]: unknown field 'x_sclae' (expected name, T or steps, seed, x_scale, w_scale, hidden, "
-        "points)");
+        "slow, points, description)");
   CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "T": 0, "seed": 1}]})") ==
         "suite.json: cases[0] ('a').T is 0; it must be 1 to 4096");
   CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "T": 4}]})") ==
@@ -68,6 +68,21 @@ TEST_CASE("refusals name the file and the field") {
         "suite.json: cases[0] ('a'): 4100 tokens in all; at most 4096");
   CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "T": 4, "seed": 1, "hidden": "yes"}]})") ==
         "suite.json: cases[0] ('a').hidden must be true or false");
+  CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "T": 4, "seed": 1, "slow": 1}]})") ==
+        "suite.json: cases[0] ('a').slow must be true or false");
+  CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "T": 4, "seed": 1, "description": 7}]})") ==
+        "suite.json: cases[0] ('a').description must be text");
+}
+
+TEST_CASE("a slow case belongs to the full pass; cases are quick unless they say so") {
+  auto parsed = wb::ParseCaseFile(R"({"stage": 2, "cases": [{"name": "q", "steps": [5, 1], "seed": 1},
+      {"name": "s", "steps": [512, 1], "seed": 2, "slow": true, "description": "a long prefill"},
+      {"name": "t", "steps": [3], "seed": 3, "slow": false}]})", "s.json", wbtest::Stages());
+  REQUIRE(parsed.ok());
+  REQUIRE(parsed->cases.size() == 3);
+  CHECK(!parsed->cases[0].slow);
+  CHECK(parsed->cases[1].slow);
+  CHECK(!parsed->cases[2].slow);
 }
 
 TEST_CASE("a missing case file is a usage error naming it") {

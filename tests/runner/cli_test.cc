@@ -115,7 +115,7 @@ TEST_CASE("bad case files and bad invocations exit 2 with a message naming what 
   auto ran = Workbook("check 1 --solutions --cases " + Quote(typo));
   CHECK(ran.status == 2);
   CHECK(ran.err == "workbook: " + typo + ": cases[0]: unknown field 'sed' (expected name, T or steps, seed, x_scale, "
-                                         "w_scale, hidden, points)\n");
+                                         "w_scale, hidden, slow, points, description)\n");
   const std::string other = dir + "/other-stage.json";
   std::ofstream(other) << R"({"stage": 3, "cases": [{"name": "a", "T": 4, "seed": 1}]})";
   ran = Workbook("check 1 --solutions --cases " + Quote(other));
@@ -236,4 +236,36 @@ TEST_CASE("--format gradescope writes results.json with the points of the case f
   CHECK(full.status == 0);
   CHECK(json::parse(full.out)["score"] == 9 * 2.0 + 9 * 1.0);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the default check 1 meets every edge case the lesson teaches: without epsilon, stage 1 is not done") {
+  // RMSNorm without RMS_EPS is right on unit-scale rows and wrong on tiny ones; the visible
+  // suite has tiny ones, so the default check (no --cases) fails and names the mistake.
+  const std::string harness = Quote(wbtest::Env("WB_MISSING_EPSILON_HARNESS"));
+  const auto checked = Workbook("check 1 --format json --harness " + harness);
+  CHECK(checked.status == 1);
+  const json report = json::parse(checked.out);
+  // The quick pass ran in full (every case not marked slow); the slow ones wait for it.
+  std::vector<std::string> quick;
+  const json suite = json::parse(wbtest::ReadFile(Source("data/stage01/visible.json")));
+  for (const auto& c : suite["cases"]) {
+    if (!c.value("slow", false)) quick.push_back(c["name"].get<std::string>());
+  }
+  std::vector<std::string> ran;
+  for (const auto& c : report["cases"]) ran.push_back(c["name"].get<std::string>());
+  CHECK(ran == quick);
+  bool caught = false;
+  for (const auto& c : report["cases"]) {
+    CAPTURE(c["name"].get<std::string>());
+    if (c["status"] == "pass") continue;
+    caught = true;
+    CHECK(c["name"] == "tiny-inputs");
+    CHECK(c["first_failure"] == "norm1");
+    CHECK(c["checkpoints"][0]["misconception_id"] == "missing-epsilon");
+  }
+  CHECK(caught);
+  const auto text = Workbook("check 1 --harness " + harness);
+  CHECK(text.status == 1);
+  CHECK(text.out.find("Stage 1 is done") == std::string::npos);
+  CHECK(text.out.find("Every checkpoint passes") == std::string::npos);
 }

@@ -111,7 +111,9 @@ void CheckWatchSeesASave(const std::string& mode) {
   CHECK(Join(pid, 60) == 0);
   const std::string text = ReadFile(output);
   CHECK(Count(text, "Stage 1: One decoder block") == 2);
-  CHECK(text.find("Every checkpoint passes: 9 in 1 case.") != std::string::npos);
+  // Every case of the visible suite, the quick pass and then the full pass.
+  const size_t cases = nlohmann::json::parse(ReadFile(Source("data/stage01/visible.json")))["cases"].size();
+  CHECK(text.find(fmt::format("Every checkpoint passes: {} in {} cases.", 9 * cases, cases)) != std::string::npos);
   CHECK(text.find("norm1 is not implemented yet") < text.find("Every checkpoint passes"));
   std::filesystem::remove_all(tree);
 }
@@ -162,24 +164,64 @@ TEST_CASE("hint gives one more hint per call, for the first failing checkpoint b
   std::filesystem::remove(state);
 }
 
+TEST_CASE("hint follows the diagnosed mistake, kept apart from the checkpoint's hints and per stage") {
+  const std::string state = std::filesystem::temp_directory_path() / fmt::format("wb-mistake-hints-{}.json", getpid());
+  const std::string env = "WORKBOOK_HINT_STATE=" + Quote(state) + " ";
+  auto hint = [&](const std::string& args) { return wbtest::RunShell(env + Quote(wbtest::Env("WB_RUNNER")) + " hint " + args); };
+  std::filesystem::remove(state);
+  // RMSNorm without its epsilon: only the visible suite's tiny-inputs case shows it, and the
+  // runner names it there.
+  const std::string tree = StagesTree("hint-mistake", "solutions/01-block/block.cc", "sumSquares / D + RMS_EPS",
+                                      "sumSquares / D");
+  const auto first = hint("1 --stages-dir " + Quote(tree));
+  CHECK(first.status == 0);
+  CHECK(first.out.find("The first wrong buffer is norm1, and the runner recognises the mistake (missing-epsilon): "
+                       "Your norm1 matches RMSNorm without RMS_EPS") != std::string::npos);
+  CHECK(first.out.find("Hints for missing-epsilon (stage 1), 1 of 3:") != std::string::npos);
+  CHECK(first.out.find("Hints for norm1") == std::string::npos);
+  const auto second = hint("1 --stages-dir " + Quote(tree));
+  CHECK(second.out.find("Hints for missing-epsilon (stage 1), 2 of 3:") != std::string::npos);
+  // The checkpoint's own hints keep their own count, and so does each stage.
+  CHECK(hint("1 norm1").out.find("Hints for norm1 (stage 1), 1 of 3:") != std::string::npos);
+  CHECK(hint("2 missing-epsilon").out.find("Hints for missing-epsilon (stage 2), 1 of 3:") != std::string::npos);
+  const auto third = hint("1 missing-epsilon");
+  CHECK(third.out.find("Hints for missing-epsilon (stage 1), 3 of 3:") != std::string::npos);
+  const auto after = hint("1 --stages-dir " + Quote(tree));
+  CHECK(after.out.find("That is every hint for missing-epsilon. The lesson explains it step by step: "
+                       "docs/stages/01-block.md#rmsnorm") != std::string::npos);
+  const auto record = nlohmann::json::parse(ReadFile(state));
+  CHECK(record["1"]["missing-epsilon"] == 3);
+  CHECK(record["1"]["norm1"] == 1);
+  CHECK(record["2"]["missing-epsilon"] == 1);
+  std::filesystem::remove_all(tree);
+  std::filesystem::remove(state);
+}
+
 TEST_CASE("hints explain, they never show code") {
   const auto table = nlohmann::json::parse(ReadFile(Source("data/stages.json")));
   size_t hints = 0;
-  for (const auto& stage : table["stages"]) {
-    if (!stage.contains("hints")) continue;
-    for (const auto& [checkpoint, list] : stage["hints"].items()) {
-      CHECK(list.size() >= 2);  // graded: more than one step
-      for (const auto& hint : list) {
-        const std::string text = hint.get<std::string>();
-        CAPTURE(text);
-        ++hints;
-        for (const char* code : {"{", "}", "for (", "+=", "std::", "float ", "return "}) {
-          CHECK(text.find(code) == std::string::npos);
-        }
+  auto check = [&hints](const nlohmann::json& list) {
+    CHECK(list.size() >= 2);  // graded: more than one step
+    CHECK(list.size() <= 3);
+    for (const auto& hint : list) {
+      const std::string text = hint.get<std::string>();
+      CAPTURE(text);
+      ++hints;
+      for (const char* code : {"{", "}", "for (", "+=", "std::", "float ", "return ", "[i]", "->"}) {
+        CHECK(text.find(code) == std::string::npos);
       }
     }
+  };
+  for (const auto& stage : table["stages"]) {
+    if (!stage.contains("hints")) continue;
+    for (const auto& [checkpoint, list] : stage["hints"].items()) check(list);
   }
   CHECK(hints >= 27);  // three per stage-1 checkpoint
+  REQUIRE(table.contains("misconception_hints"));
+  for (const auto& [id, list] : table["misconception_hints"].items()) {
+    CAPTURE(id);
+    check(list);
+  }
 }
 
 TEST_CASE("list shows each stage's progress on one screen") {

@@ -49,6 +49,34 @@ std::set<std::string> Keys(const json& object) {
   return keys;
 }
 
+std::string ReadFile(const std::string& path) { return wbtest::ReadFile(path); }
+
+// `text` with its one occurrence of `find` replaced.
+std::string Replaced(std::string text, const std::string& find, const std::string& replace) {
+  const size_t at = text.find(find);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(text.find(find, at + 1) == std::string::npos);
+  return text.replace(at, find.size(), replace);
+}
+
+// A stages/ tree with stage 1 solved and `decode` as stage 2's file.
+std::string StagesTree(const std::string& name, const std::string& decode) {
+  const std::string dir = std::filesystem::temp_directory_path() / fmt::format("wb-decode-{}-{}", getpid(), name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/01-block");
+  std::filesystem::create_directories(dir + "/02-kv-cache");
+  std::filesystem::copy_file(Source("solutions/01-block/block.cc"), dir + "/01-block/block.cc");
+  std::ofstream(dir + "/02-kv-cache/decode.cc") << decode;
+  return dir;
+}
+
+// Stage `number`'s line of `list`.
+std::string StageLine(const std::string& out, int number) {
+  const size_t at = out.find(fmt::format("  {}  ", number));
+  REQUIRE(at != std::string::npos);
+  return out.substr(at, out.find('\n', at) - at);
+}
+
 }  // namespace
 
 TEST_CASE("a mistake that only a later call can show is reported in that call, with absolute positions") {
@@ -162,28 +190,124 @@ TEST_CASE("bench 2 refuses to time a kernel that fails the visible cases") {
 
 TEST_CASE("list and hint name stage 2's progress by the table's checkpoint names") {
   // Stage 1 solved; stage 2 right in its first call and wrong at q from the second on.
-  const std::string dir = std::filesystem::temp_directory_path() / ("wb-list-hint-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir + "/01-block");
-  std::filesystem::create_directories(dir + "/02-kv-cache");
-  std::filesystem::copy_file(Source("solutions/01-block/block.cc"), dir + "/01-block/block.cc");
-  std::filesystem::copy_file(wbtest::Env("WB_ROPE_WITHIN_CALL_SOURCE"), dir + "/02-kv-cache/decode.cc");
+  const std::string dir = StagesTree("list-hint", ReadFile(wbtest::Env("WB_ROPE_WITHIN_CALL_SOURCE")));
   const auto list = Workbook("list --stages-dir " + Quote(dir));
   CHECK(list.status == 0);
-  const size_t at = list.out.find("  2  ");
-  REQUIRE(at != std::string::npos);
-  const std::string line = list.out.substr(at, list.out.find('\n', at) - at);
+  const std::string line = StageLine(list.out, 2);
   CHECK(line.find("4 / 13 checkpoints") != std::string::npos);  // norm1, v, cacheOtherRows, vCache
   CHECK(line.find("next: q") != std::string::npos);
   const std::string state = "WORKBOOK_HINT_STATE=" + Quote(dir + "/hints.json") + " ";
-  const auto hint = wbtest::RunShell(state + Quote(wbtest::Env("WB_RUNNER")) + " hint 2 --stages-dir " + Quote(dir));
-  CHECK(hint.status == 0);
-  CHECK(hint.out.find("Hints for q (stage 2), 1 of 3:") != std::string::npos);
-  const auto named = wbtest::RunShell(state + Quote(wbtest::Env("WB_RUNNER")) + " hint 2 step3.attnOut");
+  auto hint = [&state](const std::string& args) {
+    return wbtest::RunShell(state + Quote(wbtest::Env("WB_RUNNER")) + " hint 2 " + args);
+  };
+  // The first failure, step2.q, is a mistake the runner names: its hints, not q's.
+  const auto first = hint("--stages-dir " + Quote(dir));
+  CHECK(first.status == 0);
+  CHECK(first.out.find("The first wrong buffer is step2.q, and the runner recognises the mistake "
+                       "(rope-position-within-call)") != std::string::npos);
+  CHECK(first.out.find("Hints for rope-position-within-call (stage 2), 1 of 3:") != std::string::npos);
+  // A checkpoint by its reported name or by the table's, one record for both.
+  const auto named = hint("step3.attnOut");
   CHECK(named.status == 0);
   CHECK(named.out.find("Hints for attnOut (stage 2), 1 of 3:") != std::string::npos);
-  const auto unknown = wbtest::RunShell(state + Quote(wbtest::Env("WB_RUNNER")) + " hint 2 step0.attnOut");
+  const auto bare = hint("attnOut");
+  CHECK(bare.status == 0);
+  CHECK(bare.out.find("Hints for attnOut (stage 2), 2 of 3:") != std::string::npos);
+  CHECK(hint("sameAsPrefill").out.find("Hints for sameAsPrefill (stage 2), 1 of 3:") != std::string::npos);
+  const auto unknown = hint("step0.attnOut");
   CHECK(unknown.status == 2);
   CHECK(unknown.err.find("stage 2 has no checkpoint 'step0.attnOut'; its checkpoints are norm1, q, k, v, "
                          "cacheOtherRows, kCache") != std::string::npos);
+  CHECK(hint("attnout").status == 2);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("list counts a stage-2 checkpoint only where the case got that far, and names the first failure") {
+  // The untouched starter writes nothing, so the rows it must leave alone are untouched too:
+  // that is not progress.
+  const auto untouched = Workbook("list");
+  CHECK(untouched.status == 0);
+  const std::string starter = StageLine(untouched.out, 2);
+  CHECK(starter.find(" 0 / 13 checkpoints") != std::string::npos);
+  CHECK(starter.find("not started") != std::string::npos);
+
+  // attnOut wrong in every prefill: everything before it passes, the first failure is
+  // step1.attnOut.
+  const std::string solution = ReadFile(Source("solutions/02-kv-cache/decode.cc"));
+  const std::string causal = "const int visible = pos + t + 1;";
+  const std::string wholeCall = "const int visible = pos + n;";
+  const std::string attention = StagesTree("list-attention", Replaced(solution, causal, wholeCall));
+  const std::string line = StageLine(Workbook("list --stages-dir " + Quote(attention)).out, 2);
+  CHECK(line.find(" 7 / 13 checkpoints  [#######......]") != std::string::npos);
+  CHECK(line.find("next: attnOut") != std::string::npos);
+
+  // Both mistakes: q is wrong from the second call on, attnOut already in the first. The
+  // first failure in report order is step1.attnOut, though q comes first in the table.
+  const std::string both = StagesTree(
+      "list-both", Replaced(ReadFile(wbtest::Env("WB_ROPE_WITHIN_CALL_SOURCE")), causal, wholeCall));
+  const auto ran = Workbook("check 2 --format json --stages-dir " + Quote(both));
+  REQUIRE(ran.status == 1);
+  CHECK(json::parse(ran.out)["cases"][0]["first_failure"] == "step1.attnOut");
+  const std::string bothLine = StageLine(Workbook("list --stages-dir " + Quote(both)).out, 2);
+  CHECK(bothLine.find("next: attnOut") != std::string::npos);
+  CHECK(bothLine.find("next: q") == std::string::npos);
+  for (const auto& dir : {attention, both}) std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("bench 2 times the student's own file by default, the worked answer with --solutions") {
+  const std::string tree = StagesTree("bench-own", ReadFile(Source("solutions/02-kv-cache/decode.cc")));
+  const auto own = Workbook("bench 2 --contexts 8 --budget 0.05 --stages-dir " + Quote(tree));
+  CHECK(own.status == 0);
+  CHECK(own.out.find("bench: " + tree + "/02-kv-cache/decode.cc passes stage 2's visible cases; timing it") !=
+        std::string::npos);
+  CHECK(own.out.find("solutions/02-kv-cache/decode.cc") == std::string::npos);
+  const auto worked = Workbook("bench 2 --solutions --contexts 8 --budget 0.05 --stages-dir " + Quote(tree));
+  CHECK(worked.status == 0);
+  CHECK(worked.out.find("bench: solutions/02-kv-cache/decode.cc passes stage 2's visible cases; timing it") !=
+        std::string::npos);
+  std::filesystem::remove_all(tree);
+}
+
+TEST_CASE("the default check 2 runs the whole visible suite, quick pass first, and a bug only an edge case shows fails it") {
+  // What the visible suite holds: the quick pass in file order, then the slow full pass.
+  const json suite = json::parse(ReadFile(Source("data/stage02/visible.json")));
+  std::vector<std::string> quick;
+  std::vector<std::string> slow;
+  for (const auto& c : suite["cases"]) (c.value("slow", false) ? slow : quick).push_back(c["name"].get<std::string>());
+  REQUIRE(!slow.empty());
+  std::vector<std::string> everything = quick;
+  everything.insert(everything.end(), slow.begin(), slow.end());
+  auto caseNames = [](const json& report) {
+    std::vector<std::string> names;
+    for (const auto& c : report["cases"]) names.push_back(c["name"].get<std::string>());
+    return names;
+  };
+  const auto solved = Workbook("check 2 --solutions --format json");
+  CHECK(solved.status == 0);
+  CHECK(caseNames(json::parse(solved.out)) == everything);
+
+  // No running maximum: right while scores are small, inf once they reach the hundreds.
+  const std::string harness = Quote(wbtest::Env("WB_NO_RUNNING_MAXIMUM_HARNESS"));
+  const auto ran = Workbook("check 2 --format json --harness " + harness);
+  CHECK(ran.status == 1);
+  const json report = json::parse(ran.out);
+  CHECK(caseNames(report) == quick);  // the full pass waits for the quick one
+  bool caught = false;
+  for (const auto& c : report["cases"]) {
+    CAPTURE(c["name"].get<std::string>());
+    if (c["name"] != "large-scores") {
+      CHECK(c["status"] == "pass");
+      continue;
+    }
+    caught = true;
+    CHECK(c["status"] == "fail");
+    CHECK(c["first_failure"] == "step1.attnOut");
+    for (const auto& cp : c["checkpoints"]) {
+      if (cp["name"] == "step1.attnOut") CHECK(cp["misconception_id"] == "no-max-subtraction");
+    }
+  }
+  CHECK(caught);
+  const auto text = Workbook("check 2 --harness " + harness);
+  CHECK(text.status == 1);
+  CHECK(text.out.find("is done") == std::string::npos);
 }

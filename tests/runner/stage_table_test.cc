@@ -4,7 +4,9 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "runner/stages/stage_table.h"
 
@@ -59,4 +61,50 @@ TEST_CASE("the table's own refusals") {
   CHECK(Refusal(R"({"number": 1, "dir": "x", "title": "y", "lesson": "l.md", "checkpoints": ["q"],
                     "hints": {"k": ["a hint"]}})") ==
         "t.json: stages[0].hints names 'k', which is not one of its checkpoints");
+}
+
+TEST_CASE("a row's guards name per-call checkpoints, never themselves") {
+  const std::string row = R"({"number": 2, "dir": "02-x", "title": "X", "lesson": "x.md", "available": true,
+      "file": "x.cc", "function": "x", "visible": "v.json", "hidden_example": "h.json", "planted": "p",
+      "checkpoints": ["k", "otherRows", "kCache"], "case_checkpoints": ["same"], )";
+  auto table = wb::ParseStageTable(R"({"version": 1, "stages": [)" + row + R"("guards": {"otherRows": ["kCache"]}}]})",
+                                   "t.json");
+  REQUIRE(table.ok());
+  CHECK(table->stages.at(0).guards == std::map<std::string, std::vector<std::string>>{{"otherRows", {"kCache"}}});
+  CHECK(Refusal(row + R"("guards": ["otherRows"]})") ==
+        "t.json: stages[0].guards must map a checkpoint to the checkpoints whose writes it guards");
+  CHECK(Refusal(row + R"("guards": {"same": ["kCache"]}})") ==
+        "t.json: stages[0].guards names 'same', which is not one of its per-call checkpoints");
+  CHECK(Refusal(row + R"("guards": {"otherRows": []}})") ==
+        "t.json: stages[0].guards.otherRows must be a non-empty list of checkpoints");
+  CHECK(Refusal(row + R"("guards": {"otherRows": ["vCache"]}})") ==
+        "t.json: stages[0].guards.otherRows lists \"vCache\", which is not one of its per-call checkpoints");
+  CHECK(Refusal(row + R"("guards": {"otherRows": ["otherRows"]}})") ==
+        "t.json: stages[0].guards.otherRows lists itself: a checkpoint cannot count by its own writes");
+}
+
+TEST_CASE("misconception hints are keyed by ids that no checkpoint shares") {
+  const std::string stages = R"({"version": 1, "stages": [{"number": 1, "dir": "01-x", "title": "X",
+      "lesson": "x.md", "checkpoints": ["norm1", "q"]}], "misconception_hints": )";
+  auto table = wb::ParseStageTable(stages + R"({"missing-epsilon": ["one", "two"]}})", "t.json");
+  REQUIRE(table.ok());
+  CHECK(table->misconceptionHints.at("missing-epsilon") == std::vector<std::string>{"one", "two"});
+  auto refusal = [&](const std::string& hints) {
+    auto parsed = wb::ParseStageTable(stages + hints + "}", "t.json");
+    REQUIRE(!parsed.ok());
+    CHECK(parsed.error().kind == wb::ErrorKind::kBadData);
+    return parsed.error().message;
+  };
+  CHECK(refusal(R"(["missing-epsilon"])") ==
+        "t.json: field 'misconception_hints' must map misconception ids to lists of hints");
+  CHECK(refusal(R"({"Missing_Epsilon": ["a"]})") ==
+        "t.json: misconception_hints: 'Missing_Epsilon' is not a misconception id (lowercase words joined by '-')");
+  CHECK(refusal(R"({"missing--epsilon": ["a"]})") ==
+        "t.json: misconception_hints: 'missing--epsilon' is not a misconception id (lowercase words joined by '-')");
+  CHECK(refusal(R"({"q": ["a"]})") ==
+        "t.json: misconception_hints: 'q' is also a checkpoint of stage 1; a misconception id must differ from every "
+        "checkpoint name");
+  CHECK(refusal(R"({"missing-epsilon": []})") ==
+        "t.json: misconception_hints.missing-epsilon must be a non-empty list of hints");
+  CHECK(refusal(R"({"missing-epsilon": [3]})") == "t.json: misconception_hints.missing-epsilon must hold text");
 }
