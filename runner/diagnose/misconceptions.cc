@@ -60,6 +60,11 @@ std::vector<BlockMisconception> MakeCatalogue() {
        "added to x, the block's input.",
        "pre-norm-the-residual-stream-is-never-normalised",
        [](BlockRecipe& r) { r.residualSource = ref::ResidualSource::kNormalised; }},
+      {"residual1-without-x", {Checkpoint::kResidual1},
+       "Your residual1 is WO . attnOut alone: the residual add is missing. Add x, the block's input, to it: "
+       "the attention half adds to the stream, it does not replace it.",
+       "pre-norm-the-residual-stream-is-never-normalised",
+       [](BlockRecipe& r) { r.residualSource = ref::ResidualSource::kNone; }},
       {"silu-on-up", {Checkpoint::kFfnOut},
        "Your ffnOut applies SiLU to the up projection; SiLU belongs on the gate: SiLU(gate) * up.",
        "the-gated-ffn",
@@ -69,6 +74,11 @@ std::vector<BlockMisconception> MakeCatalogue() {
        "stream.",
        "pre-norm-the-residual-stream-is-never-normalised",
        [](BlockRecipe& r) { r.outputResidual = ref::OutputResidual::kInput; }},
+      {"output-without-residual1", {Checkpoint::kOutput},
+       "Your output is ffnOut alone: the residual add is missing. Add residual1 to it: the FFN half adds to "
+       "the stream, it does not replace it.",
+       "pre-norm-the-residual-stream-is-never-normalised",
+       [](BlockRecipe& r) { r.outputResidual = ref::OutputResidual::kNone; }},
   };
 }
 

@@ -41,7 +41,7 @@ TEST_CASE("the catalogue names each mistake the stage teaches against") {
   for (const char* required :
        {"rope-adjacent-pairs", "rope-reversed", "rope-on-v", "gqa-interleaved", "no-causal-mask",
         "mask-excludes-self", "no-score-scale", "no-max-subtraction", "missing-epsilon", "residual-from-normalised",
-        "silu-on-up", "output-from-input"}) {
+        "silu-on-up", "output-from-input", "residual1-without-x", "output-without-residual1"}) {
     CAPTURE(required);
     CHECK(ids.count(required) == 1);
   }
