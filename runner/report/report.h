@@ -47,6 +47,9 @@ struct CheckpointReport {
   std::vector<ElementDetail> samples;
   std::optional<MisconceptionHit> misconception;
   std::string observation;  // what the runner can see when no misconception matches
+  // The checkpoints this one is computed from, by reported name: the stage's dependency
+  // graph, from which a report says what a wrong buffer feeds (and what it does not).
+  std::vector<std::string> computedFrom;
   double points = 0;
   double maxPoints = 0;
 };
