@@ -133,6 +133,7 @@ void RecordComparison(const Comparison& chain, double points, CheckpointReport& 
   cp.nanCount = chain.nanCount;
   cp.infCount = chain.infCount;
   cp.maxAbsError = chain.maxAbsError;
+  cp.rms = chain.rms;
   cp.atol = chain.atol;
   cp.rtol = chain.rtol;
   cp.maxPoints = points;

@@ -41,6 +41,9 @@ struct CheckpointReport {
   size_t nanCount = 0;
   size_t infCount = 0;
   double maxAbsError = 0;  // over finite elements
+  // The RMS of the expected buffer: the unit of the lessons' error tables and of atol's
+  // absolute term (0 when the check has no such scale, as for bit-exact cache rows).
+  double rms = 0;
   double atol = 0;
   double rtol = 0;
   std::optional<ElementDetail> worst;

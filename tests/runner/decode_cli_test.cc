@@ -104,6 +104,33 @@ TEST_CASE("RoPE left out is named as such, never as RoPE with the call's row t")
   std::filesystem::remove(path);
 }
 
+TEST_CASE("a stage-2 report says what to fix at the top and gives each call's consequences one line") {
+  const std::string harness = Quote(wbtest::Env("WB_ROPE_WITHIN_CALL_HARNESS"));
+  const auto ran = Workbook("check 2 --harness " + harness);
+  CHECK(ran.status == 1);
+  std::vector<std::string> lines;
+  std::istringstream in(ran.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() > 3);
+  CHECK(lines[2].rfind("> Fix step2.q first (case prefill-5-then-3-steps): Your q is rotated with the RoPE table row",
+                       0) == 0);
+  CHECK(ran.out.find("every buffer after it") == std::string::npos);
+  for (int step = 2; step <= 4; ++step) {
+    CAPTURE(step);
+    CHECK(ran.out.find(fmt::format("  FAIL  6 later buffers of step{} are off only because of", step)) !=
+          std::string::npos);
+    CHECK(ran.out.find(fmt::format("FAIL  step{}.attnOut", step)) == std::string::npos);
+  }
+  // Step 1 in one line (every buffer passes), then per later call 4 passes, q, k and the
+  // shared line; the first failure's details (7); header, both summaries and sameAsPrefill.
+  CHECK(ran.out.find("  ok    step1: all 12 buffers pass") != std::string::npos);
+  CHECK(lines.size() <= 43);  // issue 9 counted about 72 lines for such a case
+  const auto verbose = Workbook("check 2 --verbose --harness " + harness);
+  CHECK(verbose.out.find("FAIL  step2.attnOut") != std::string::npos);
+  CHECK(verbose.out.find("later buffers of step2") == std::string::npos);
+  CHECK(std::count(verbose.out.begin(), verbose.out.end(), '\n') > static_cast<long>(lines.size()) + 15);
+}
+
 TEST_CASE("a crash in a decode step ends the case there and keeps every checkpoint in the report") {
   const auto ran = Workbook("check 2 --format json --harness " + Quote(wbtest::Env("WB_CRASH_HARNESS")));
   CHECK(ran.status == 1);
