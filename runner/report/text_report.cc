@@ -329,8 +329,12 @@ std::string WhatToFix(const RunReport& r, const CaseReport& c) {
     return fmt::format("{} is not implemented yet. Start with the first TODO in {}; the lesson is {}.",
                        c.firstFailure.value_or("the first buffer"), r.source, r.lesson);
   }
-  if (!c.headline.empty() && (StoppedEarly(c) || !c.firstFailure)) {
-    return fmt::format("Fix this first (case {}): {}. Lesson: {}", c.name, c.headline, r.lesson);
+  // A crash, a hang, a write in front of a buffer or a flood of output: the case's headline
+  // is the most precise thing the runner knows.
+  if (!c.headline.empty()) {
+    std::string headline = c.headline;
+    while (!headline.empty() && headline.back() == '.') headline.pop_back();
+    return fmt::format("Fix this first (case {}): {}. Lesson: {}", c.name, headline, r.lesson);
   }
   if (!c.firstFailure) return fmt::format("Case {} failed. Lesson: {}", c.name, r.lesson);
   const std::string& first = *c.firstFailure;
@@ -363,10 +367,11 @@ std::string WhatToFix(const RunReport& r, const CaseReport& c) {
     text += fmt::format(" {} computed from it {} too, and may be right once it is.",
                         Plural(failingDownstream.size(), "later buffer"), failingDownstream.size() == 1 ? "fails" : "fail");
   }
-  // Failures it does not explain: wrong on their own, and not computed from it.
+  // Failures it does not explain: wrong on their own, and not computed from it. A hidden
+  // case says no more than which buffers pass.
   std::vector<std::string> same;
   std::vector<std::string> separate;
-  for (size_t i = at + 1; i < c.checkpoints.size(); ++i) {
+  for (size_t i = at + 1; i < c.checkpoints.size() && !c.hidden; ++i) {
     const CheckpointReport& other = c.checkpoints[i];
     if (!Failed(other) || Consequence(c, graph, i)) continue;
     if (std::find(downstream.begin(), downstream.end(), i) != downstream.end()) continue;

@@ -275,3 +275,20 @@ TEST_CASE("a wrong buffer that the first one does not feed is named as a mistake
   CHECK(fix.find("10 later buffers computed from it fail too") != std::string::npos);
   CHECK(fix.find("step2.q is wrong too, and not computed from step1.kCache.") != std::string::npos);
 }
+
+TEST_CASE("a case that stopped, or wrote where it must not, is summarised by its headline") {
+  RunReport r = OneCase({Passing("norm1", 6.6e-7, 0.6), Unwritten("attnOut", 2048)}, CaseStatus::kCrash);
+  r.cases[0].headline = "decoder_block crashed with a segmentation fault.";
+  CHECK(Lines(wb::RenderText(r, {}))[2] ==
+        "> Fix this first (case visible-T4): decoder_block crashed with a segmentation fault. Lesson: "
+        "docs/stages/01-block.md");
+}
+
+TEST_CASE("a hidden case's summary says what fails and what it feeds, nothing of how") {
+  RunReport r = RopeRowTReport();
+  r.cases[0].hidden = true;
+  wb::Redact(r.cases[0]);
+  const std::string fix = Lines(wb::RenderText(r, {}))[2];
+  CHECK(fix.rfind("> Fix step2.q first (case visible-T4). 5 later buffers computed from it fail too", 0) == 0);
+  CHECK(fix.find("step2.k") == std::string::npos);
+}

@@ -339,20 +339,34 @@ bool CallChecker::EveryOtherCallAgrees(CallCheckpoint c, const Variant& variant)
   });
 }
 
+// The entry a candidate came from: this stage's first, as Recognise consults them.
+Variant VariantOf(const Candidate& candidate, CallCheckpoint c) {
+  for (const DecodeMisconception& m : DecodeMisconceptions()) {
+    if (m.id == candidate.hit.id && m.ShowsAt(c)) return {.decode = &m};
+  }
+  const auto block = ref::BlockCheckpointOf(c);
+  for (const BlockMisconception& m : BlockMisconceptions()) {
+    if (block && m.id == candidate.hit.id && m.ShowsAt(*block)) return {.block = &m};
+  }
+  return {};
+}
+
 Recognition CallChecker::Recognise(CallCheckpoint c, bool onStudent) const {
   const Tolerance tolerance = ToleranceFor(c == CallCheckpoint::kCacheOtherRows ? CallCheckpoint::kKCache : c);
   std::vector<Candidate> candidates = DecodeCandidates(
-      c, tolerance, in_.stage->lesson, [&](const ref::DecodeRecipe& recipe) { return Mistaken(c, recipe, onStudent); },
-      [&](const DecodeMisconception& m) { return EveryOtherCallAgrees(c, Variant{.decode = &m}); });
+      c, tolerance, in_.stage->lesson, [&](const ref::DecodeRecipe& recipe) { return Mistaken(c, recipe, onStudent); });
   if (const auto block = ref::BlockCheckpointOf(c)) {
     std::vector<Candidate> fromBlock = BlockCandidates(
         *block, Got(c), tolerance, kBlockLesson,
         [&](const ref::BlockRecipe& recipe) { return MistakenBlock(c, recipe, onStudent); },
-        [&](const BlockMisconception& m) {
-          return !RestatedByStage2(m.id) && EveryOtherCallAgrees(c, Variant{.block = &m});
-        });
+        [](const BlockMisconception& m) { return !RestatedByStage2(m.id); });
     candidates.insert(candidates.end(), fromBlock.begin(), fromBlock.end());
   }
+  // Only what matches this call is put to the others: each of them reruns a step.
+  std::erase_if(candidates, [&](const Candidate& candidate) {
+    const Variant variant = VariantOf(candidate, c);
+    return (variant.decode == nullptr && variant.block == nullptr) || !EveryOtherCallAgrees(c, variant);
+  });
   return Choose(std::move(candidates));
 }
 
