@@ -1,6 +1,7 @@
 #include "block.h"
 
 #include <cassert>
+#include <utility>
 
 #include "ops.h"
 
@@ -107,11 +108,15 @@ std::vector<double> ComputeCheckpoint(Checkpoint c, const BlockShape& s, const B
       break;
     case Checkpoint::kQ:
       Project(buffer(Checkpoint::kNorm1), rows, s.model, w.wq, s.qWidth(), out);
-      ApplyRope(out, rows, s.qHeads, s.headDim, in.ropeCos, in.ropeSin, r.ropePairing, r.ropeDirection);
+      if (r.ropeTargets != RopeTargets::kNone) {
+        ApplyRope(out, rows, s.qHeads, s.headDim, in.ropeCos, in.ropeSin, r.ropePairing, r.ropeDirection);
+      }
       break;
     case Checkpoint::kK:
       Project(buffer(Checkpoint::kNorm1), rows, s.model, w.wk, s.kvWidth(), out);
-      ApplyRope(out, rows, s.kvHeads, s.headDim, in.ropeCos, in.ropeSin, r.ropePairing, r.ropeDirection);
+      if (r.ropeTargets != RopeTargets::kNone) {
+        ApplyRope(out, rows, s.kvHeads, s.headDim, in.ropeCos, in.ropeSin, r.ropePairing, r.ropeDirection);
+      }
       break;
     case Checkpoint::kV:
       Project(buffer(Checkpoint::kNorm1), rows, s.model, w.wv, s.kvWidth(), out);
@@ -127,6 +132,10 @@ std::vector<double> ComputeCheckpoint(Checkpoint c, const BlockShape& s, const B
     case Checkpoint::kResidual1: {
       std::vector<double> projected(out.size());
       Project(buffer(Checkpoint::kAttnOut), rows, s.qWidth(), w.wo, s.model, projected);
+      if (r.residualSource == ResidualSource::kNone) {
+        out = std::move(projected);
+        break;
+      }
       const auto stream = r.residualSource == ResidualSource::kInput ? in.x : buffer(Checkpoint::kNorm1);
       Add(stream, projected, out);
       break;
@@ -140,8 +149,13 @@ std::vector<double> ComputeCheckpoint(Checkpoint c, const BlockShape& s, const B
                r.activation, r.gatedBranch, out);
       break;
     case Checkpoint::kOutput: {
+      const auto ffn = buffer(Checkpoint::kFfnOut);
+      if (r.outputResidual == OutputResidual::kNone) {
+        out.assign(ffn.begin(), ffn.end());
+        break;
+      }
       const auto stream = r.outputResidual == OutputResidual::kResidual1 ? buffer(Checkpoint::kResidual1) : in.x;
-      Add(stream, buffer(Checkpoint::kFfnOut), out);
+      Add(stream, ffn, out);
       break;
     }
   }

@@ -17,6 +17,7 @@ namespace ref {
 enum class ResidualSource {
   kInput,       // residual1 = x + WO.attn (pre-norm: the stream is never normalised)
   kNormalised,  // residual1 = norm1 + WO.attn: the residual added to the normalised stream
+  kNone,        // residual1 = WO.attn: the stream dropped, the attention half's output alone
 };
 
 // Whether the RMSNorm epsilon sits inside the square root.
@@ -37,7 +38,11 @@ enum class RopeDirection {
 };
 
 // Which projections RoPE rotates.
-enum class RopeTargets { kQueryKey, kQueryKeyValue };
+enum class RopeTargets {
+  kQueryKey,
+  kQueryKeyValue,
+  kNone,  // RoPE not applied: q and k as projected, so attention sees no position at all
+};
 
 // Which key/value head a query head reads.
 enum class HeadMap {
@@ -76,6 +81,7 @@ enum class GatedBranch {
 enum class OutputResidual {
   kResidual1,  // output = residual1 + ffn
   kInput,      // output = x + ffn: the attention half dropped from the stream
+  kNone,       // output = ffn: the stream dropped, the FFN half's output alone
 };
 
 struct BlockRecipe {

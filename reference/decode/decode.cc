@@ -24,7 +24,7 @@ std::span<const double> CallRows(std::span<const double> whole, int width, const
 }
 
 int RopeRowFor(const DecodeCall& call, int t, const DecodeRecipe& recipe) {
-  return recipe.ropePosition == RopePosition::kAbsolute ? call.pos + t : t;
+  return recipe.ropePosition == RopePosition::kWithinCall ? t : call.pos + t;
 }
 
 int CacheRowFor(const DecodeCall& call, int t, const DecodeRecipe& recipe) {

@@ -32,7 +32,8 @@ std::vector<DecodeCall> CallsFor(std::span<const int> steps);
 // Rows pos .. pos + n - 1 of a whole-sequence buffer `width` values wide.
 std::span<const double> CallRows(std::span<const double> whole, int width, const DecodeCall& call);
 
-// The row of the RoPE tables, and the cache row, that token t of a call uses.
+// The row of the RoPE tables, and the cache row, that token t of a call uses. With
+// RopePosition::kNone nothing is rotated; its tables are the absolute rows, unread.
 int RopeRowFor(const DecodeCall& call, int t, const DecodeRecipe& recipe);
 int CacheRowFor(const DecodeCall& call, int t, const DecodeRecipe& recipe);
 

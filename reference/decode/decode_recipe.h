@@ -15,10 +15,11 @@ enum class CachedKeys {
   kBeforeRope,  // the keys as projected, cached before the rotation
 };
 
-// Which row of the RoPE tables token t of a call at `pos` is rotated with.
+// Which row of the RoPE tables token t of a call at `pos` is rotated with, if any.
 enum class RopePosition {
   kAbsolute,    // pos + t: its position in the sequence
   kWithinCall,  // t: its place in this call, as if every call started at position 0
+  kNone,        // no row: q and k are not rotated at all (the block's RopeTargets::kNone)
 };
 
 // Which cache rows the token at position p attends to.

@@ -14,6 +14,7 @@ Command AddCheckCommand(CLI::App& app) {
     CheckOptions check;
     std::string format = "text";
     std::string output;
+    bool verbose = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand("check", "Check a stage's buffers against the float64 reference");
@@ -24,6 +25,8 @@ Command AddCheckCommand(CLI::App& app) {
   c->add_option("--format", o->format, "Report format: text, json, junit (XML) or gradescope (results.json)")
       ->check(CLI::IsMember({"text", "json", "junit", "gradescope"}));
   c->add_option("--output", o->output, "Write the report to FILE instead of stdout");
+  c->add_flag("--verbose", o->verbose,
+              "Text report: every buffer in full, including those off only because of an earlier one");
   c->add_option("--stages-dir", o->check.stagesDir, "Check the stage file of another stages/ tree");
   c->add_option("--harness", o->check.harness, "Run a prebuilt child executable (used by the workbook's tests)");
   c->add_option("--weights", o->check.weightsPath, "Use another packed weight file");
@@ -34,7 +37,8 @@ Command AddCheckCommand(CLI::App& app) {
   return {c, [o]() {
             auto report = RunCheck(o->check, DefaultPaths());
             if (!report.ok()) return ReportError(report.error());
-            const TextStyle style = o->output.empty() ? DetectTextStyle() : TextStyle{};
+            TextStyle style = o->output.empty() ? DetectTextStyle() : TextStyle{};
+            style.verbose = o->verbose;
             const std::string text = o->format == "json"         ? RenderJson(*report)
                                      : o->format == "junit"      ? RenderJunit(*report)
                                      : o->format == "gradescope" ? RenderGradescope(*report)

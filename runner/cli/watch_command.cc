@@ -23,6 +23,7 @@ struct WatchOptions {
   CheckOptions check;
   bool manual = false;
   bool poll = false;
+  bool verbose = false;  // the text report in full (TextStyle::verbose)
   int maxRuns = 0;  // 0: until stopped (the tests stop it after a few)
 };
 
@@ -42,7 +43,8 @@ int RunWatch(const WatchOptions& o) {
     if (!watched.ok()) return ReportError(watched.error());
     watcher = std::make_unique<FileWatcher>(std::move(*watched));
   }
-  const TextStyle style = DetectTextStyle();
+  TextStyle style = DetectTextStyle();
+  style.verbose = o.verbose;
   for (int run = 1;; ++run) {
     if (isatty(STDOUT_FILENO) == 1) std::fputs("\033[2J\033[H", stdout);  // a fresh screen per run
     auto report = RunCheck(o.check, paths);
@@ -76,6 +78,7 @@ Command AddWatchCommand(CLI::App& app) {
   c->add_option("--stages-dir", o->check.stagesDir, "Watch the stage file of another stages/ tree");
   c->add_flag("--manual", o->manual, "Do not watch: press Enter to check again");
   c->add_flag("--poll", o->poll, "Watch by polling the file instead of inotify");
+  c->add_flag("--verbose", o->verbose, "Show every buffer in full, as check --verbose does");
   c->add_option("--max-runs", o->maxRuns, "Stop after this many checks (for scripts and tests)");
   return {c, [o]() { return RunWatch(*o); }};
 }

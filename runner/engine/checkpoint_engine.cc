@@ -45,7 +45,12 @@ CheckpointReport CheckByValue(const CheckpointDescriptor& d, std::span<const Che
   if (chain.pass() || chain.allUnwritten()) return cp;
 
   // Diagnosis: a named mistake, else what the two views and the buffer itself show.
-  if (cp.local != LocalStatus::kPass && d.recognise) cp.misconception = d.recognise(upstreamUsable);
+  std::vector<std::string> tied;
+  if (cp.local != LocalStatus::kPass && d.recognise) {
+    Recognition recognition = d.recognise(upstreamUsable);
+    cp.misconception = std::move(recognition.hit);
+    tied = std::move(recognition.tied);
+  }
   if (cp.misconception) return cp;
   const std::string verb = broken.size() == 1 ? "is" : "are";
   if (!upstreamUsable && !broken.empty()) {
@@ -60,6 +65,12 @@ CheckpointReport CheckByValue(const CheckpointDescriptor& d, std::span<const Che
     cp.observation = Observe(d.got, cp.local == LocalStatus::kNotChecked ? std::span<const double>(d.expected)
                                                                           : std::span<const double>(local),
                              d.tolerance, d.geometry);
+  }
+  if (!tied.empty()) {
+    // Facts, not a guess: which known mistakes fit, and that this case cannot choose.
+    const std::string fits = fmt::format("it matches {} known mistakes that this case cannot tell apart: {}",
+                                         tied.size(), JoinNames(tied));
+    cp.observation = cp.observation.empty() ? fits : fits + "; " + cp.observation;
   }
   return cp;
 }
@@ -77,6 +88,8 @@ ChainResult CheckChain(std::span<const CheckpointDescriptor> descriptors, double
   std::vector<std::string> names;
   for (const CheckpointDescriptor& d : descriptors) {
     CheckpointReport cp = d.custom ? d.custom() : CheckByValue(d, checked, names, points);
+    for (size_t u : d.upstream) cp.computedFrom.push_back(names[u]);
+    cp.computedFrom.insert(cp.computedFrom.end(), d.alsoComputedFrom.begin(), d.alsoComputedFrom.end());
     if (!d.custom) result.allUnwritten = result.allUnwritten && cp.unwritten == cp.total;
     checked.push_back({.failed = cp.status == CheckStatus::kFail,
                        .usable = UsableAsUpstream(d.readDownstream.empty() ? d.got : d.readDownstream)});
@@ -120,6 +133,7 @@ void RecordComparison(const Comparison& chain, double points, CheckpointReport& 
   cp.nanCount = chain.nanCount;
   cp.infCount = chain.infCount;
   cp.maxAbsError = chain.maxAbsError;
+  cp.rms = chain.rms;
   cp.atol = chain.atol;
   cp.rtol = chain.rtol;
   cp.maxPoints = points;

@@ -10,9 +10,13 @@
 //   2. the local view: against the reference step applied to the student's upstream, when
 //      every element of that upstream is written and finite;
 //   3. diagnosis of a failing buffer that is not entirely unwritten: a misconception when
-//      one matches, else "off only because an earlier buffer is", "not checked on its own",
-//      or what the runner can see (observations.h).
-// Descriptors come in dependency order; `upstream` indexes earlier descriptors only.
+//      one is named (runner/diagnose/misconception.h), else "off only because an earlier
+//      buffer is", "not checked on its own", or what the runner can see (observations.h),
+//      after the entries it could not tell apart, when several matched.
+// Descriptors come in dependency order; `upstream` indexes earlier descriptors only. Each
+// report names what its checkpoint is computed from (computedFrom: the upstream
+// descriptors' names, then alsoComputedFrom), so a report carries the stage's dependency
+// graph and its summary can say what a wrong buffer feeds.
 #pragma once
 
 #include <functional>
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "../compare/compare.h"
+#include "../diagnose/misconception.h"
 #include "../diagnose/observations.h"
 #include "../report/report.h"
 
@@ -36,6 +41,10 @@ struct CheckpointDescriptor {
   std::function<std::string(size_t index)> where;  // "token 2, head 3, channel 17"
   BufferGeometry geometry;       // rows, width and heads, for observations
   std::vector<size_t> upstream;  // earlier descriptors this one is computed from
+  // Checkpoints outside this chain that it is computed from, by reported name (an earlier
+  // call's cache rows), and checkpoints of the chain it reads without needing them for its
+  // local check; only the report's dependency graph shows them.
+  std::vector<std::string> alsoComputedFrom;
   // What steps downstream read of this checkpoint, when more than `got` (a cache's rows of
   // earlier calls too); it decides whether a downstream local check can run.
   std::span<const float> readDownstream;
@@ -45,7 +54,7 @@ struct CheckpointDescriptor {
   std::function<std::vector<double>()> local;
   // The misconception the buffer matches, computed on the student's upstream when `onStudent`
   // (it is usable), else on the reference's.
-  std::function<std::optional<MisconceptionHit>(bool onStudent)> recognise;
+  std::function<Recognition(bool onStudent)> recognise;
   // A checkpoint checked some other way (bit for bit) reports itself; the engine only counts it.
   std::function<CheckpointReport()> custom;
 };

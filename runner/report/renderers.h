@@ -10,6 +10,9 @@ namespace wb {
 
 struct TextStyle {
   bool color = false;
+  // Every checkpoint in full: no line shared by the buffers that are only consequences of an
+  // earlier failure, the worst element and tolerance of every failing buffer.
+  bool verbose = false;
 };
 
 std::string RenderText(const RunReport& report, const TextStyle& style);

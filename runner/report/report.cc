@@ -20,6 +20,7 @@ void Redact(CaseReport& r) {
     c.observation.clear();
     c.shape.clear();
     c.atol = 0;  // the tolerance's absolute term is a fraction of the expected RMS
+    c.rms = 0;   // and the RMS is a fact about the expected values
   }
 }
 

@@ -41,12 +41,18 @@ struct CheckpointReport {
   size_t nanCount = 0;
   size_t infCount = 0;
   double maxAbsError = 0;  // over finite elements
+  // The RMS of the expected buffer: the unit of the lessons' error tables and of atol's
+  // absolute term (0 when the check has no such scale, as for bit-exact cache rows).
+  double rms = 0;
   double atol = 0;
   double rtol = 0;
   std::optional<ElementDetail> worst;
   std::vector<ElementDetail> samples;
   std::optional<MisconceptionHit> misconception;
   std::string observation;  // what the runner can see when no misconception matches
+  // The checkpoints this one is computed from, by reported name: the stage's dependency
+  // graph, from which a report says what a wrong buffer feeds (and what it does not).
+  std::vector<std::string> computedFrom;
   double points = 0;
   double maxPoints = 0;
 };

@@ -32,6 +32,13 @@ TEST_CASE("every stage-2 misconception links to a heading of the stage-2 lesson"
   CHECK(ids.size() >= 5);
 }
 
+TEST_CASE("the stage-2 lesson's table lists exactly the stage-2 catalogue") {
+  const std::set<std::string> listed = wbtest::MisconceptionTableIds(wbtest::Source("docs/stages/02-kv-cache.md"));
+  std::set<std::string> ids;
+  for (const auto& m : wb::stage02::DecodeMisconceptions()) ids.insert(std::string(m.id));
+  CHECK(listed == ids);
+}
+
 TEST_CASE("every stage-2 misconception is named by a planted bug") {
   std::set<std::string> planted;
   for (const auto& entry : std::filesystem::directory_iterator(wbtest::Source("tests/planted/stage02"))) {

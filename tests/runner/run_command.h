@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -88,6 +89,35 @@ inline std::set<std::string> HeadingAnchors(const std::string& path) {
     anchors.insert(Slug(line.substr(text + 1)));
   }
   return anchors;
+}
+
+// The misconception ids the planted bugs of a folder name ("misconception: ID" headers).
+inline std::set<std::string> PlantedMisconceptions(const std::string& folder) {
+  std::set<std::string> ids;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    if (entry.path().extension() != ".bug") continue;
+    std::istringstream lines(ReadFile(entry.path().string()));
+    std::string line;
+    while (std::getline(lines, line) && line.rfind("--- ", 0) != 0) {
+      if (line.rfind("misconception: ", 0) == 0 && line != "misconception: none") ids.insert(line.substr(15));
+    }
+  }
+  return ids;
+}
+
+// The ids in the first column of a lesson's table under "## Mistakes the runner names".
+inline std::set<std::string> MisconceptionTableIds(const std::string& path) {
+  std::set<std::string> ids;
+  std::istringstream lines(ReadFile(path));
+  std::string line;
+  bool inSection = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("## ", 0) == 0) inSection = line == "## Mistakes the runner names";
+    if (!inSection || line.rfind("| `", 0) != 0) continue;
+    const size_t end = line.find('`', 3);
+    if (end != std::string::npos) ids.insert(line.substr(3, end - 3));
+  }
+  return ids;
 }
 
 }  // namespace wbtest

@@ -4,8 +4,10 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -58,24 +60,43 @@ BufferGeometry Geometry(CallCheckpoint c, int rows, int firstPosition, const ref
                         .firstRow = firstPosition};
 }
 
+// One entry of either catalogue that a call checkpoint may match.
+struct Variant {
+  const DecodeMisconception* decode = nullptr;
+  const BlockMisconception* block = nullptr;
+};
+
 // The checks of one call, with everything they share computed once.
 class CallChecker {
  public:
   explicit CallChecker(const CallCheckInput& in);
+  // The checkers of every call of the case, this one among them, for Recognise to consult.
+  void SetCase(std::span<const std::unique_ptr<CallChecker>> calls) { case_ = calls; }
   ChainResult Run();
 
  private:
   CheckpointDescriptor Describe(CallCheckpoint c) const;
   CheckpointReport CheckOtherRows() const;
+  bool OtherRowsUnchanged() const;
 
-  std::string Label(CallCheckpoint c) const { return in_.stage->Reported(std::string(ref::CallCheckpointName(c)), in_.number); }
+  std::string Label(CallCheckpoint c, int number) const {
+    return in_.stage->Reported(std::string(ref::CallCheckpointName(c)), number);
+  }
+  std::string Label(CallCheckpoint c) const { return Label(c, in_.number); }
   std::span<const float> Got(CallCheckpoint c) const;
   std::vector<double> ChainExpected(CallCheckpoint c) const;
   std::vector<CallCheckpoint> Upstream(CallCheckpoint c) const;
+  std::vector<std::string> AlsoComputedFrom(CallCheckpoint c) const;
+  bool UpstreamUsable(CallCheckpoint c) const;
   std::vector<double> Local(CallCheckpoint c) const;
   std::optional<MistakenView> Mistaken(CallCheckpoint c, const ref::DecodeRecipe& recipe, bool onStudent) const;
-  std::optional<MisconceptionHit> Recognise(CallCheckpoint c, bool onStudent) const;
+  std::vector<double> MistakenBlock(CallCheckpoint c, const ref::BlockRecipe& recipe, bool onStudent) const;
+  std::optional<MistakenView> Predict(CallCheckpoint c, const Variant& variant, bool onStudent) const;
+  bool Contradicts(CallCheckpoint c, const Variant& variant) const;
+  bool EveryOtherCallAgrees(CallCheckpoint c, const Variant& variant) const;
+  Recognition Recognise(CallCheckpoint c, bool onStudent) const;
 
+  std::span<const std::unique_ptr<CallChecker>> case_;
   const CallCheckInput& in_;
   const DecodeCase& data_;
   const ref::DecodeCall call_;
@@ -142,6 +163,7 @@ CheckpointDescriptor CallChecker::Describe(CallCheckpoint c) const {
   d.where = [this, c](size_t index) { return Where(c, index, call_.pos, shape_); };
   d.geometry = Geometry(c, call_.n, call_.pos, shape_);
   for (CallCheckpoint u : Upstream(c)) d.upstream.push_back(static_cast<size_t>(ref::Index(u)));
+  d.alsoComputedFrom = AlsoComputedFrom(c);
   // Attention reads every cache row up to the call's last, not only the rows it wrote.
   const int rows = call_.pos + call_.n;
   if (c == CallCheckpoint::kKCache) d.readDownstream = CacheRows(in_.run->cacheAfter.keys, 0, rows);
@@ -182,6 +204,39 @@ std::vector<CallCheckpoint> CallChecker::Upstream(CallCheckpoint c) const {
   return upstream;
 }
 
+// The graph's edges that the local check does not need: attention reads every cache row up
+// to its own, which this call's cacheOtherRows and every earlier call's writes decided.
+std::vector<std::string> CallChecker::AlsoComputedFrom(CallCheckpoint c) const {
+  std::vector<std::string> names;
+  if (c != CallCheckpoint::kAttnOut) return names;
+  names.push_back(Label(CallCheckpoint::kCacheOtherRows));
+  for (int earlier = 1; earlier < in_.number; ++earlier) {
+    for (CallCheckpoint cache : {CallCheckpoint::kCacheOtherRows, CallCheckpoint::kKCache, CallCheckpoint::kVCache}) {
+      names.push_back(Label(cache, earlier));
+    }
+  }
+  return names;
+}
+
+// Everything the local step of c reads from the student is written and finite.
+bool CallChecker::UpstreamUsable(CallCheckpoint c) const {
+  switch (c) {
+    case CallCheckpoint::kCacheOtherRows:
+      return UsableAsUpstream(Got(CallCheckpoint::kK)) && UsableAsUpstream(Got(CallCheckpoint::kV));
+    case CallCheckpoint::kAttnOut: {
+      const int rows = call_.pos + call_.n;
+      return UsableAsUpstream(Got(CallCheckpoint::kQ)) &&
+             UsableAsUpstream(CacheRows(in_.run->cacheAfter.keys, 0, rows)) &&
+             UsableAsUpstream(CacheRows(in_.run->cacheAfter.values, 0, rows));
+    }
+    default: {
+      const std::vector<CallCheckpoint> upstream = Upstream(c);
+      return std::all_of(upstream.begin(), upstream.end(),
+                         [this](CallCheckpoint u) { return UsableAsUpstream(Got(u)); });
+    }
+  }
+}
+
 std::vector<double> CallChecker::Local(CallCheckpoint c) const {
   switch (c) {
     case CallCheckpoint::kKCache: return student_[ref::Index(Checkpoint::kK)];
@@ -209,7 +264,9 @@ std::optional<MistakenView> CallChecker::Mistaken(CallCheckpoint c, const ref::D
     case CallCheckpoint::kK: {
       if (recipe.ropePosition == ref::RopePosition::kAbsolute) return std::nullopt;
       const auto inputs = ref::CallInputs(call_, data_.Xd(call_), data_.cosd, data_.sind, shape_.ropePairs(), recipe);
-      return MistakenView{got(c), ref::ComputeCheckpoint(*ref::BlockCheckpointOf(c), shape_, {}, weights_, inputs,
+      ref::BlockRecipe block;
+      if (recipe.ropePosition == ref::RopePosition::kNone) block.ropeTargets = ref::RopeTargets::kNone;
+      return MistakenView{got(c), ref::ComputeCheckpoint(*ref::BlockCheckpointOf(c), shape_, block, weights_, inputs,
                                                          upstream)};
     }
     case CallCheckpoint::kCacheOtherRows: {
@@ -244,21 +301,87 @@ std::optional<MistakenView> CallChecker::Mistaken(CallCheckpoint c, const ref::D
   }
 }
 
-std::optional<MisconceptionHit> CallChecker::Recognise(CallCheckpoint c, bool onStudent) const {
-  const Tolerance tolerance = ToleranceFor(c);
-  auto hit = DiagnoseDecode(c, tolerance, in_.stage->lesson, [&](const ref::DecodeRecipe& recipe) {
-    return Mistaken(c, recipe, onStudent);
-  });
-  const auto block = ref::BlockCheckpointOf(c);
-  if (hit || !block) return hit;
+// A block checkpoint of this call under a mistaken block recipe, on the student's upstream
+// or the reference's; attention reads the cache, as the student's step does.
+std::vector<double> CallChecker::MistakenBlock(CallCheckpoint c, const ref::BlockRecipe& recipe, bool onStudent) const {
   const ref::BlockState& upstream = onStudent ? student_ : reference_;
-  return Diagnose(*block, Got(c), tolerance, kBlockLesson, [&](const ref::BlockRecipe& recipe) {
-    if (c != CallCheckpoint::kAttnOut) return ref::ComputeCheckpoint(*block, shape_, recipe, weights_, inputs_, upstream);
-    std::vector<double> out(static_cast<size_t>(call_.n) * shape_.qWidth());
-    ref::AttendCached(upstream[ref::Index(Checkpoint::kQ)], onStudent ? studentKeys_ : referenceKeys_,
-                      onStudent ? studentValues_ : referenceValues_, call_, shape_, recipe, {}, out);
-    return out;
+  const auto block = *ref::BlockCheckpointOf(c);
+  if (c != CallCheckpoint::kAttnOut) return ref::ComputeCheckpoint(block, shape_, recipe, weights_, inputs_, upstream);
+  std::vector<double> out(static_cast<size_t>(call_.n) * shape_.qWidth());
+  ref::AttendCached(upstream[ref::Index(Checkpoint::kQ)], onStudent ? studentKeys_ : referenceKeys_,
+                    onStudent ? studentValues_ : referenceValues_, call_, shape_, recipe, {}, out);
+  return out;
+}
+
+std::optional<MistakenView> CallChecker::Predict(CallCheckpoint c, const Variant& variant, bool onStudent) const {
+  if (variant.decode != nullptr) return Mistaken(c, variant.decode->Flipped(), onStudent);
+  const auto got = Got(c);
+  return MistakenView{{got.begin(), got.end()}, MistakenBlock(c, variant.block->Flipped(), onStudent)};
+}
+
+// Whether this call shows that the student's code does not make the mistake: its buffer
+// differs from what the mistaken recipe predicts here, or, where that recipe predicts what
+// the taught one does, from what the taught step gives. A call whose inputs are broken
+// cannot tell, and contradicts nothing.
+bool CallChecker::Contradicts(CallCheckpoint c, const Variant& variant) const {
+  if (!UpstreamUsable(c)) return false;
+  if (c != CallCheckpoint::kCacheOtherRows && !UsableAsUpstream(Got(c))) return false;
+  const Tolerance tolerance = ToleranceFor(c == CallCheckpoint::kCacheOtherRows ? CallCheckpoint::kKCache : c);
+  const std::optional<MistakenView> view = Predict(c, variant, true);
+  if (view) return !Matches(view->got, view->expected, tolerance);
+  if (c == CallCheckpoint::kCacheOtherRows) return !OtherRowsUnchanged();
+  return !Matches(Got(c), Local(c), tolerance);
+}
+
+bool CallChecker::EveryOtherCallAgrees(CallCheckpoint c, const Variant& variant) const {
+  return std::none_of(case_.begin(), case_.end(), [&](const std::unique_ptr<CallChecker>& other) {
+    return other.get() != this && other->Contradicts(c, variant);
   });
+}
+
+// The entry a candidate came from: this stage's first, as Recognise consults them.
+Variant VariantOf(const Candidate& candidate, CallCheckpoint c) {
+  for (const DecodeMisconception& m : DecodeMisconceptions()) {
+    if (m.id == candidate.hit.id && m.ShowsAt(c)) return {.decode = &m};
+  }
+  const auto block = ref::BlockCheckpointOf(c);
+  for (const BlockMisconception& m : BlockMisconceptions()) {
+    if (block && m.id == candidate.hit.id && m.ShowsAt(*block)) return {.block = &m};
+  }
+  return {};
+}
+
+Recognition CallChecker::Recognise(CallCheckpoint c, bool onStudent) const {
+  const Tolerance tolerance = ToleranceFor(c == CallCheckpoint::kCacheOtherRows ? CallCheckpoint::kKCache : c);
+  std::vector<Candidate> candidates = DecodeCandidates(
+      c, tolerance, in_.stage->lesson, [&](const ref::DecodeRecipe& recipe) { return Mistaken(c, recipe, onStudent); });
+  if (const auto block = ref::BlockCheckpointOf(c)) {
+    std::vector<Candidate> fromBlock = BlockCandidates(
+        *block, Got(c), tolerance, kBlockLesson,
+        [&](const ref::BlockRecipe& recipe) { return MistakenBlock(c, recipe, onStudent); },
+        [](const BlockMisconception& m) { return !RestatedByStage2(m.id); });
+    candidates.insert(candidates.end(), fromBlock.begin(), fromBlock.end());
+  }
+  // Only what matches this call is put to the others: each of them reruns a step.
+  std::erase_if(candidates, [&](const Candidate& candidate) {
+    const Variant variant = VariantOf(candidate, c);
+    return (variant.decode == nullptr && variant.block == nullptr) || !EveryOtherCallAgrees(c, variant);
+  });
+  return Choose(std::move(candidates));
+}
+
+// Every cache row outside the call's own holds the bits it held before the call.
+bool CallChecker::OtherRowsUnchanged() const {
+  const size_t first = static_cast<size_t>(call_.pos) * kCacheWidth;
+  const size_t end = static_cast<size_t>(call_.pos + call_.n) * kCacheWidth;
+  for (const auto& [before, after] : {std::pair{&in_.before->keys, &in_.run->cacheAfter.keys},
+                                      std::pair{&in_.before->values, &in_.run->cacheAfter.values}}) {
+    if (std::memcmp(before->data(), after->data(), first * sizeof(float)) != 0) return false;
+    if (std::memcmp(before->data() + end, after->data() + end, (before->size() - end) * sizeof(float)) != 0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 CheckpointReport CallChecker::CheckOtherRows() const {
@@ -306,11 +429,8 @@ CheckpointReport CallChecker::CheckOtherRows() const {
   cp.points = cp.failing == 0 ? in_.points : 0;
   if (cp.failing == 0) return cp;
 
-  const bool kvUsable = UsableAsUpstream(Got(CallCheckpoint::kK)) && UsableAsUpstream(Got(CallCheckpoint::kV));
-  cp.misconception = DiagnoseDecode(CallCheckpoint::kCacheOtherRows, ToleranceFor(CallCheckpoint::kKCache),
-                                    in_.stage->lesson, [&](const ref::DecodeRecipe& recipe) {
-                                      return Mistaken(CallCheckpoint::kCacheOtherRows, recipe, kvUsable);
-                                    });
+  Recognition recognition = Recognise(CallCheckpoint::kCacheOtherRows, UpstreamUsable(CallCheckpoint::kCacheOtherRows));
+  cp.misconception = std::move(recognition.hit);
   if (cp.misconception) return cp;
   // "kCache and vCache rows 0-4 changed: ...", naming each cache apart only when they differ.
   auto rows = [](const std::set<int>& set) {
@@ -338,7 +458,14 @@ CheckpointReport CallChecker::CheckOtherRows() const {
 
 }  // namespace
 
-ChainResult CheckCall(const CallCheckInput& input) { return CallChecker(input).Run(); }
+std::vector<ChainResult> CheckCalls(std::span<const CallCheckInput> calls) {
+  std::vector<std::unique_ptr<CallChecker>> checkers;
+  for (const CallCheckInput& input : calls) checkers.push_back(std::make_unique<CallChecker>(input));
+  for (auto& checker : checkers) checker->SetCase(checkers);
+  std::vector<ChainResult> results;
+  for (auto& checker : checkers) results.push_back(checker->Run());
+  return results;
+}
 
 std::vector<CheckpointReport> CallNotReached(const DecodeCase& data, const StageInfo& stage, const ref::DecodeCall& call,
                                          int number, double points) {

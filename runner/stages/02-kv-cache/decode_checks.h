@@ -10,6 +10,7 @@
 // the token at position 6, whichever call it came in.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,17 @@ struct CallCheckInput {
   double points = 1.0;     // per checkpoint
 };
 
-// The twelve checkpoints of the call, through the checkpoint engine.
-ChainResult CheckCall(const CallCheckInput& input);
+// The twelve checkpoints of each call that ran, through the checkpoint engine, one result
+// per call. The calls are checked together because a misconception is named at a call only
+// when every other call of the case agrees with it: in a call where the mistaken recipe
+// predicts what the taught one does, the student's buffer must match that too. So RoPE left
+// out is told from RoPE with row t by the prefill, where row t is not row 0.
+//
+// The stage's dependency graph lives here too (each report's computedFrom): a call's nine
+// buffers as in stage 1 (reference/block/block.h), kCache from k, vCache from v, attnOut
+// from q and the cache, the rows of this call and of every earlier one (kCache, vCache and
+// cacheOtherRows of calls 1 .. S).
+std::vector<ChainResult> CheckCalls(std::span<const CallCheckInput> calls);
 
 // The checkpoints of a call that never ran (a call after one that crashed): each one
 // entirely unwritten, so a report keeps the same checkpoints whatever happened.

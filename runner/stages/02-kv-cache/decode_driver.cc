@@ -69,21 +69,22 @@ Expected<CaseReport> DecodeDriver::RunCase(const CaseSpec& spec, const StageCont
   const DecodeCase data = PrepareDecodeCase(spec, weights_);
   const int callCount = static_cast<int>(data.calls.size());
 
-  CacheState cache = CacheState::Poisoned();
+  // Every call first, each from the cache the one before it left; then the checks of all of
+  // them together, since a mistake is named at one call only if the others agree with it.
+  const CacheState empty = CacheState::Poisoned();
+  std::vector<CallRun> runs;
+  runs.reserve(data.calls.size());  // the checks hold pointers into it
   std::vector<float> steppedOutput;
   steppedOutput.reserve(static_cast<size_t>(data.tokens) * data.shape.model);
   CaseFindings findings;
   for (int s = 0; s < callCount && !findings.stop; ++s) {
     const ref::DecodeCall& call = data.calls[s];
-    auto ran = RunCallInChild(data, call, s, cache, context);
+    auto ran = RunCallInChild(data, call, s, s == 0 ? empty : runs.back().cacheAfter, context);
     if (!ran.ok()) return ran.error();
-    const CallRun& run = *ran;
+    runs.push_back(std::move(*ran));
+    const CallRun& run = runs.back();
     report.callSeconds += run.outcome.callSeconds;
     AppendOutput(report.childOutput, fmt::format("step {}", s + 1), run.outcome);
-    ChainResult checks = CheckCall({.data = &data, .stage = &stage, .call = call, .number = s + 1, .run = &run,
-                                    .before = &cache, .points = spec.points});
-    findings.allUnwritten = findings.allUnwritten && checks.allUnwritten;
-    for (auto& cp : checks.checkpoints) report.checkpoints.push_back(std::move(cp));
     const auto& output = run.buffers[ref::Index(ref::Checkpoint::kOutput)];
     steppedOutput.insert(steppedOutput.end(), output.begin(), output.end());
     for (const auto& note : run.canaryNotes) findings.canaryNotes.push_back(fmt::format("step {}: {}", s + 1, note));
@@ -91,7 +92,6 @@ Expected<CaseReport> DecodeDriver::RunCase(const CaseSpec& spec, const StageCont
         !f.empty() && findings.outputFlood.empty()) {
       findings.outputFlood = fmt::format("step {}: {}", s + 1, f);
     }
-
     if (const auto stopped = StatusOfEnding(run.outcome.ending)) {
       CaseStop stop{.status = *stopped,
                     .headline = fmt::format("step {} ({}): {}", s + 1, CallWords(call), run.ending),
@@ -102,16 +102,23 @@ Expected<CaseReport> DecodeDriver::RunCase(const CaseSpec& spec, const StageCont
                                          "unfinished", s + 2, callCount));
       }
       findings.stop = std::move(stop);
-      for (int later = s + 1; later < callCount; ++later) {
-        for (auto& cp : CallNotReached(data, stage, data.calls[later], later + 1, spec.points)) {
-          report.checkpoints.push_back(std::move(cp));
-        }
-      }
-      if (callCount > 1) report.checkpoints.push_back(SameAsPrefillNotReached(data, spec.points));
-      break;
     }
-    cache = run.cacheAfter;
   }
+  std::vector<CallCheckInput> inputs;
+  for (size_t s = 0; s < runs.size(); ++s) {
+    inputs.push_back({.data = &data, .stage = &stage, .call = data.calls[s], .number = static_cast<int>(s) + 1,
+                      .run = &runs[s], .before = s == 0 ? &empty : &runs[s - 1].cacheAfter, .points = spec.points});
+  }
+  for (ChainResult& checks : CheckCalls(inputs)) {
+    findings.allUnwritten = findings.allUnwritten && checks.allUnwritten;
+    for (auto& cp : checks.checkpoints) report.checkpoints.push_back(std::move(cp));
+  }
+  for (int later = static_cast<int>(runs.size()); later < callCount; ++later) {
+    for (auto& cp : CallNotReached(data, stage, data.calls[later], later + 1, spec.points)) {
+      report.checkpoints.push_back(std::move(cp));
+    }
+  }
+  if (findings.stop && callCount > 1) report.checkpoints.push_back(SameAsPrefillNotReached(data, spec.points));
 
   // The agreement check: the whole sequence as one call, from an empty cache.
   if (!findings.stop && callCount > 1) {
@@ -133,6 +140,11 @@ Expected<CaseReport> DecodeDriver::RunCase(const CaseSpec& spec, const StageCont
         report.checkpoints.push_back(CheckSameAsPrefill(data, steppedOutput, *ran, spec.points));
       }
     }
+  }
+  // sameAsPrefill is computed from every call's output: the last edges of the stage's graph.
+  if (callCount > 1) {
+    auto& agreement = report.checkpoints.back();
+    for (int s = 1; s <= callCount; ++s) agreement.computedFrom.push_back(stage.Reported("output", s));
   }
   Conclude(findings, report);
   return report;

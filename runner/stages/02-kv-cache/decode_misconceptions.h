@@ -1,11 +1,13 @@
 // The catalogue of stage-2 misconceptions: the ways a decoder step can misuse its cache.
 //
 // Contract: each entry (runner/diagnose/misconception.h) is one switch of the DecodeRecipe
-// flipped, shown at call checkpoints. DiagnoseDecode asks the driver what the failing checkpoint would hold under
-// each relevant entry's recipe, and against which of the student's values to hold it (a
-// cache written at the wrong row is seen in rows other than the checkpoint's own), and
-// names the first entry that matches. The stage-1 catalogue (misconceptions.h) still
-// applies to everything a step shares with a block; the driver consults it after this one.
+// flipped, shown at call checkpoints. DecodeCandidates asks the driver what the failing
+// checkpoint would hold under each relevant entry's recipe, and against which of the
+// student's values to hold it (a cache written at the wrong row is seen in rows other than
+// the checkpoint's own), and returns the entries that match. The stage-1 catalogue
+// (misconceptions.h) still applies to everything a step shares with a block, except the
+// entries one of these restates; the driver chooses among both catalogues' candidates by
+// misconception.h's rule, after dropping any entry another call of the case contradicts.
 #pragma once
 
 #include <functional>
@@ -27,6 +29,9 @@ using DecodeMisconception = Misconception<ref::DecodeRecipe, ref::CallCheckpoint
 
 std::span<const DecodeMisconception> DecodeMisconceptions();
 
+// Whether a block misconception is one a stage-2 entry restates (and so is not consulted).
+bool RestatedByStage2(std::string_view blockId);
+
 // What a mistaken recipe predicts: `expected` for the student's values `got`.
 struct MistakenView {
   std::vector<float> got;
@@ -34,10 +39,12 @@ struct MistakenView {
 };
 
 // Evaluates `checkpoint` under each relevant entry with `evaluate` (nullopt: the recipe
-// predicts nothing different there) and returns the first whose prediction the student's
-// values match within `tolerance`.
-std::optional<MisconceptionHit> DiagnoseDecode(
+// predicts nothing different there) and returns those whose prediction the student's
+// values match within `tolerance`, with their fit. `consider` (when set) may leave an entry
+// out before it is evaluated.
+std::vector<Candidate> DecodeCandidates(
     ref::CallCheckpoint checkpoint, const Tolerance& tolerance, const std::string& lessonPath,
-    const std::function<std::optional<MistakenView>(const ref::DecodeRecipe&)>& evaluate);
+    const std::function<std::optional<MistakenView>(const ref::DecodeRecipe&)>& evaluate,
+    const std::function<bool(const DecodeMisconception&)>& consider = {});
 
 }  // namespace wb::stage02
