@@ -440,6 +440,14 @@ std::string RenderText(const RunReport& r, const TextStyle& style) {
     out += p.Red(fmt::format("{} of {} case{} failed.", failed, r.cases.size(), r.cases.size() == 1 ? "" : "s")) + " ";
   }
   out += fix + "\n";
+  // The slow cases wait for the quick pass (runner/engine/check.h): say so, so that "1 of 5
+  // cases failed" is not read as the whole suite.
+  if (!r.casesNotRun.empty()) {
+    std::string names;
+    for (size_t i = 0; i < r.casesNotRun.size(); ++i) names += (i == 0 ? "" : ", ") + r.casesNotRun[i];
+    out += fmt::format("Not run yet: {} ({}), the full pass, runs once every case above passes.\n",
+                       Plural(r.casesNotRun.size(), "slow case"), names);
+  }
   if (!style.verbose) out += p.Dim(fmt::format("./workbook check {} --verbose shows every buffer in full.", r.stage)) + "\n";
   return out;
 }

@@ -268,4 +268,6 @@ TEST_CASE("the default check 1 meets every edge case the lesson teaches: without
   CHECK(text.status == 1);
   CHECK(text.out.find("Stage 1 is done") == std::string::npos);
   CHECK(text.out.find("Every checkpoint passes") == std::string::npos);
+  // "1 of 5 cases failed" must not read as the whole suite: the slow case is named as not run.
+  CHECK(text.out.find("Not run yet: 1 slow case (long-sequence), the full pass") != std::string::npos);
 }
