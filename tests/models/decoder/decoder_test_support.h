@@ -1,5 +1,6 @@
 // Helpers shared by the decoder tests: where the fixtures are, temporary directories,
-// running the reference on a path, comparing logits, running the workbook binary.
+// running the reference on a path, comparing logits, running the workbook binary, and
+// writing the GGUF of an HF-only fixture variant.
 //
 // Contract: the tests are run by meson with WB_SOURCE_ROOT (the source tree) and, for the
 // command-line tests, WB_WORKBOOK_EXE (the built workbook) in the environment; a missing
@@ -20,6 +21,11 @@
 #include <vector>
 
 #include "reference/decoder/decoder.h"
+#include "reference/fixtures/gguf_conversion.h"
+#include "reference/fixtures/gguf_writer.h"
+#include "reference/fixtures/toy_families.h"
+#include "reference/fixtures/toy_weights.h"
+#include "model/config/hf_config.h"
 #include "model/config/model_weights.h"
 #include "model/config/weight_source.h"
 
@@ -126,5 +132,24 @@ inline CommandResult RunWorkbook(const std::string& arguments, const fs::path& s
 }
 
 inline std::string Quote(const std::string& s) { return "'" + s + "'"; }
+
+// The F16 GGUF the generator would write for the HF-only checkpoint `folder` (hf-<variant>/
+// of `family`), written to `path`: its config from the committed config.json, its weights
+// from the family's seed, as WriteFamilyFixtures makes them.
+inline wb::Status WriteVariantGguf(const std::string& family, const std::string& folder, const std::string& path) {
+  const fs::path config = FixtureDir(family) / folder / "config.json";
+  const std::string text = ReadFile(config);
+  auto parsed = wb::model::ParseHfConfig(text, config.string());
+  if (!parsed) return parsed.error();
+  for (const ref::fixtures::ToyFamily& toy : ref::fixtures::ToyFamilies()) {
+    if (toy.modelType != family) continue;
+    const auto tensors = ref::fixtures::MakeHfTensors(*parsed, toy.seed);
+    auto gguf = ref::fixtures::ConvertToGguf(nlohmann::ordered_json::parse(text), *parsed, tensors,
+                                             wb::TensorType::kF16);
+    if (!gguf) return gguf.error();
+    return ref::fixtures::WriteFileBytes(path, *gguf);
+  }
+  return wb::BadUsage("no toy family " + family);
+}
 
 }  // namespace wbtest

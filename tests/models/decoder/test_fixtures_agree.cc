@@ -11,6 +11,7 @@
 #include "reference/fixtures/make_fixtures.h"
 
 using wb::model::ModelConfig;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -30,8 +31,8 @@ constexpr double kQ8AtLeast = 1e-4;
 // A flipped switch must move some logit by at least this.
 constexpr double kSwitchMatters = 1e-3;
 
-ref::fixtures::Goldens LoadGoldens(const std::string& family) {
-  const auto path = wbtest::FixtureDir(family) / "goldens.json";
+ref::fixtures::Goldens LoadGoldens(const std::string& family, const std::string& file = "goldens.json") {
+  const auto path = wbtest::FixtureDir(family) / file;
   auto g = ref::fixtures::ParseGoldens(wbtest::ReadFile(path), path.string());
   REQUIRE_MESSAGE(g.ok(), g.error().message);
   return *g;
@@ -79,6 +80,39 @@ TEST_CASE("every family: HF and GGUF agree, and both match goldens.json") {
   }
 }
 
+// The switches llama.cpp's qwen3moe cannot load (a dense layer, attention biases) live in an
+// HF-only checkpoint; the GGUF reader's dense-layer path is checked on a GGUF converted from
+// it here, as the generator would write it.
+TEST_CASE("the qwen3_moe dense-layer variant: HF, its goldens and a GGUF of it agree") {
+  const fs::path folder = wbtest::FixtureDir("qwen3_moe") / "hf-dense-layer";
+  const ref::fixtures::Goldens goldens = LoadGoldens("qwen3_moe", "goldens-dense-layer.json");
+  CHECK(goldens.tokens == LoadGoldens("qwen3_moe").tokens);
+  auto config = wb::model::LoadModelConfig(folder.string());
+  REQUIRE_MESSAGE(config.ok(), config.error().message);
+  REQUIRE(config->layers.size() == 3);
+  CHECK(config->layers[0].moe);
+  CHECK_FALSE(config->layers[1].moe);
+  CHECK(config->layers[2].moe);
+  CHECK(config->qkvBias);
+  CHECK(config->outputBias);
+
+  const auto hf = Logits(folder.string(), goldens.tokens);
+  CHECK(wbtest::MaxAbsDiff(hf.values, Flatten(goldens.logits)) < kSameModel);
+  // Not the default fixture under another name.
+  CHECK(wbtest::MaxAbsDiff(goldens.logits[11], LoadGoldens("qwen3_moe").logits[11]) > kSwitchMatters);
+
+  wbtest::TempDir scratch;
+  const std::string path = (scratch.path() / "dense-layer.gguf").string();
+  const wb::Status written = wbtest::WriteVariantGguf("qwen3_moe", "hf-dense-layer", path);
+  REQUIRE_MESSAGE(written.ok(), written.error().message);
+  auto ggufFile = wb::GgufFile::Open(path);
+  REQUIRE(ggufFile.ok());
+  CHECK(ggufFile->FindTensor("blk.0.ffn_gate_inp.weight") != nullptr);
+  CHECK(ggufFile->FindTensor("blk.1.ffn_gate_inp.weight") == nullptr);  // the dense layer
+  CHECK(ggufFile->FindTensor("blk.1.ffn_gate.weight") != nullptr);
+  CHECK(wbtest::MaxAbsDiff(hf.values, Logits(path, goldens.tokens).values) < kSameModel);
+}
+
 TEST_CASE("llama Q8_0 stays within its bound of the f16 GGUF") {
   const ref::fixtures::Goldens goldens = LoadGoldens("llama");
   const auto f16 = Logits((wbtest::FixtureDir("llama") / "model.gguf").string(), goldens.tokens);
@@ -112,7 +146,9 @@ TEST_CASE("each fixture exercises its switches: flipping one moves the logits") 
       {"qwen3", "hf", "no QK-norm", [](ModelConfig& c) { c.qkNorm = wb::model::QkNorm::kNone; }},
       {"qwen3", "hf", "theta 1e4", [](ModelConfig& c) { c.rope.theta = 1e4; }},
       {"qwen3_moe", "model.gguf", "not renormalised", [](ModelConfig& c) { c.renormaliseTopK = false; }},
-      {"qwen3_moe", "hf", "no o bias", [](ModelConfig& c) { c.outputBias = false; }},
+      {"qwen3_moe", "hf", "top 1", [](ModelConfig& c) { c.expertsPerToken = 1; }},
+      {"qwen3_moe", "hf-dense-layer", "no o bias", [](ModelConfig& c) { c.outputBias = false; }},
+      {"qwen3_moe", "hf-dense-layer", "no q/k/v bias", [](ModelConfig& c) { c.qkvBias = false; }},
       {"gemma3_text", "hf", "norm weights w instead of 1 + w",
        [](ModelConfig& c) { c.normShift = wb::model::NormShift::kNone; }},
       {"gemma3_text", "hf", "no embedding scale",

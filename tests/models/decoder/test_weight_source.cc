@@ -104,13 +104,18 @@ TEST_CASE("Gemma: HF norms get 1 + w in f32 and then equal the GGUF's stored 1 +
   }
 }
 
-TEST_CASE("biases read the same from both formats (q/k/v of qwen2, o of qwen3_moe)") {
-  for (const auto& [family, name, length] : {std::tuple{"qwen2", "blk.1.attn_v.bias", 16},
-                                             std::tuple{"qwen2", "blk.0.attn_q.bias", 32},
-                                             std::tuple{"qwen3_moe", "blk.2.attn_output.bias", 32}}) {
+TEST_CASE("biases read the same from both formats (q/k/v of qwen2, o of qwen3_moe's dense-layer variant)") {
+  wbtest::TempDir scratch;
+  const fs::path variantGguf = scratch.path() / "dense-layer.gguf";
+  REQUIRE(wbtest::WriteVariantGguf("qwen3_moe", "hf-dense-layer", variantGguf.string()).ok());
+  const fs::path qwen2 = wbtest::FixtureDir("qwen2"), variant = wbtest::FixtureDir("qwen3_moe") / "hf-dense-layer";
+  for (const auto& [hf, gguf, name, length] :
+       {std::tuple{qwen2 / "hf", qwen2 / "model.gguf", "blk.1.attn_v.bias", 16},
+        std::tuple{qwen2 / "hf", qwen2 / "model.gguf", "blk.0.attn_q.bias", 32},
+        std::tuple{variant, variantGguf, "blk.2.attn_output.bias", 32}}) {
     CAPTURE(name);
-    auto a = Open(wbtest::FixtureDir(family) / "hf").Vector(name, length);
-    auto b = Open(wbtest::FixtureDir(family) / "model.gguf").Vector(name, length);
+    auto a = Open(hf).Vector(name, length);
+    auto b = Open(gguf).Vector(name, length);
     REQUIRE(a.ok());
     REQUIRE(b.ok());
     CHECK(*a == *b);
