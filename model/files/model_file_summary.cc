@@ -2,6 +2,9 @@
 #include "model_file_summary.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <map>
 #include <vector>
 
@@ -42,10 +45,25 @@ std::string ArrayText(const GgufArray& array, size_t depth) {
   return text + "]";
 }
 
+// JSON has no NaN or infinity (RFC 8259, section 6), and nlohmann writes them as null, which
+// reads back as "no value". They are written as the strings "inf", "-inf" and "nan" instead,
+// and a NaN other than the default quiet one, or a negative one, as "nan(0x7fc00001)" with
+// its bits (8 hex digits for f32, 16 for f64), so every value reads back exactly.
+Json NonFiniteJson(double value, GgufValueType type) {
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  if (type == GgufValueType::kF32) {
+    const uint32_t bits = std::bit_cast<uint32_t>(static_cast<float>(value));
+    return bits == 0x7FC00000u ? std::string("nan") : fmt::format("nan(0x{:08x})", bits);
+  }
+  const uint64_t bits = std::bit_cast<uint64_t>(value);
+  return bits == 0x7FF8000000000000ull ? std::string("nan") : fmt::format("nan(0x{:016x})", bits);
+}
+
 Json ScalarJson(const GgufScalar& scalar, GgufValueType type) {
   if (const auto* u = std::get_if<uint64_t>(&scalar)) return *u;
   if (const auto* i = std::get_if<int64_t>(&scalar)) return *i;
   if (const auto* d = std::get_if<double>(&scalar)) {
+    if (!std::isfinite(*d)) return NonFiniteJson(*d, type);
     return type == GgufValueType::kF32 ? Json(static_cast<float>(*d)) : Json(*d);
   }
   if (const auto* b = std::get_if<bool>(&scalar)) return *b;

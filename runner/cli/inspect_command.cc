@@ -8,11 +8,21 @@
 // malformed, a folder's config.json included. A file that parses but whose config the
 // workbook cannot build (an unknown architecture, say) still exits 0: the dump is the
 // useful answer, and the config section says what is wrong.
+// With --tensor NAME (repeatable) it prints only those tensors' values instead, dequantised
+// to f32 exactly as the decoder reads them, one row per line: in JSON each value is the
+// shortest decimal that reads back as the same f32, and a non-finite one is the string "inf",
+// "-inf" or "nan" (with its bits when it is not the default quiet NaN), as in the metadata.
+// A name the file does not hold is exit 2, naming the file and the tensor.
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -20,7 +30,9 @@
 #include "command.h"
 #include "model/files/gguf.h"
 #include "model/files/model_file_summary.h"
+#include "model/files/printable.h"
 #include "model/files/safetensors.h"
+#include "model/files/tensor_view.h"
 // The parsed config comes from model/config/ (ModelConfig), built in the same tree; a checkout
 // without it still dumps files.
 #if __has_include("model/config/config.h")
@@ -128,6 +140,67 @@ Expected<Dump> DumpModelFile(const std::string& path) {
   return Dump{DescribeGgufText(*gguf), DescribeGgufJson(*gguf)};
 }
 
+// A value as JSON text: shortest round-trip decimal, or a string for inf and NaN.
+std::string ValueJson(float value) {
+  if (std::isinf(value)) return value > 0 ? "\"inf\"" : "\"-inf\"";
+  if (std::isnan(value)) {
+    const uint32_t bits = std::bit_cast<uint32_t>(value);
+    return bits == 0x7FC00000u ? "\"nan\"" : fmt::format("\"nan(0x{:08x})\"", bits);
+  }
+  return fmt::format("{}", value);
+}
+
+std::string ShapeText(const std::vector<uint64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+// The tensors' values, from whichever reader opens PATH.
+Expected<std::string> DumpTensorValues(const std::string& path, const std::vector<std::string>& names, bool json) {
+  std::error_code error;
+  const bool huggingFace = fsys::is_directory(path, error) || fsys::path(path).filename() == "config.json";
+  std::optional<SafetensorsCheckpoint> checkpoint;
+  std::optional<GgufFile> gguf;
+  if (huggingFace || EndsWith(path, ".safetensors")) {
+    const std::string folder = fsys::is_directory(path, error) ? path : fsys::path(path).parent_path().string();
+    Expected<SafetensorsCheckpoint> opened = huggingFace ? SafetensorsCheckpoint::OpenDirectory(folder.empty() ? "." : folder)
+                                                         : SafetensorsCheckpoint::OpenFile(path);
+    if (!opened.ok()) return opened.error();
+    checkpoint.emplace(std::move(opened).value());
+  } else {
+    Expected<GgufFile> opened = GgufFile::Open(path);
+    if (!opened.ok()) return opened.error();
+    gguf.emplace(std::move(opened).value());
+  }
+  std::string text, items;
+  for (const std::string& name : names) {
+    Expected<TensorView> view = gguf ? ViewTensor(*gguf, name) : ViewTensor(*checkpoint, name);
+    if (!view.ok()) return view.error();
+    Expected<std::vector<float>> values = DequantizeAll(*view);
+    if (!values.ok()) return values.error();
+    const uint64_t length = view->RowLength();
+    std::vector<std::string> rows;
+    for (uint64_t first = 0; first < values->size(); first += length) {
+      std::vector<std::string> cells;
+      for (uint64_t i = first; i < first + length; ++i) {
+        cells.push_back(json ? ValueJson((*values)[i]) : fmt::format("{}", (*values)[i]));
+      }
+      const std::string row = fmt::format("{}", fmt::join(cells, json ? ", " : " "));
+      rows.push_back(json ? "[" + row + "]" : row);
+    }
+    const std::string type(TensorTypeName(view->type));
+    if (json) {
+      if (!items.empty()) items += ",\n";
+      items += fmt::format("    {{\"name\": {}, \"type\": \"{}\", \"shape\": {}, \"values\": [\n      {}\n    ]}}",
+                           nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), type,
+                           ShapeText(view->shape), fmt::join(rows, ",\n      "));
+    } else {
+      text += fmt::format("tensor {}  {}  shape {}  ({} values as f32, one row a line)\n{}\n", Printable(name), type,
+                          ShapeText(view->shape), values->size(), fmt::join(rows, "\n"));
+    }
+  }
+  if (!json) return text;
+  return fmt::format("{{\n  \"file\": {},\n  \"tensors\": [\n{}\n  ]\n}}\n",
+                     nlohmann::json(path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), items);
+}
+
 }  // namespace
 
 Command AddInspectCommand(CLI::App& app) {
@@ -136,6 +209,7 @@ Command AddInspectCommand(CLI::App& app) {
     std::string format = "text";
     std::string output;
     bool noConfig = false;
+    std::vector<std::string> tensors;
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand("inspect", kInspectSummary);
@@ -143,7 +217,14 @@ Command AddInspectCommand(CLI::App& app) {
   c->add_option("--format", o->format, "Output format: text or json")->check(CLI::IsMember({"text", "json"}));
   c->add_option("--output", o->output, "Write to FILE instead of stdout");
   c->add_flag("--no-config", o->noConfig, "Only dump the file; do not build the model config");
+  c->add_option("--tensor", o->tensors, "Print this tensor's values (as f32) instead; may be repeated");
   return {c, [o]() {
+            if (!o->tensors.empty()) {
+              Expected<std::string> values = DumpTensorValues(o->path, o->tensors, o->format == "json");
+              if (!values.ok()) return ReportError(values.error());
+              if (!Emit(*values, o->output)) return ReportUsageError(fmt::format("{}: cannot write the output", o->output));
+              return wb::kExitPass;
+            }
             Expected<Dump> dump = DumpModelFile(o->path);
             if (!dump.ok()) return ReportError(dump.error());
             std::string text;

@@ -6,9 +6,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <vector>
 #include <string>
 
+#include "tests/models/readers/model_file_builders.h"
 #include "tests/models/readers/temp_dir.h"
 
 using namespace wb::test;
@@ -80,6 +83,47 @@ TEST_CASE("inspect --format json --no-config gives one JSON object") {
     CHECK(full["config"]["ok"] == false);
     CHECK(full["config"]["text"].get<std::string>().find(path) != std::string::npos);
   }
+}
+
+TEST_CASE("inspect --tensor prints a tensor's values as the decoder reads them") {
+  // A Q8_0 row of 32: d = 0.5 (half 0x3800), codes -16 ... 15, so value j is (j - 16) / 2;
+  // and an F32 row holding the values JSON has no number for.
+  Bytes q8(34);
+  q8[0] = std::byte{0x00};
+  q8[1] = std::byte{0x38};
+  for (int j = 0; j < 32; ++j) q8[2 + j] = static_cast<std::byte>(static_cast<int8_t>(j - 16));
+  const std::vector<float> special = {1.25f, -0.0f, std::numeric_limits<float>::infinity(),
+                                      std::numeric_limits<float>::quiet_NaN()};
+  GgufBuilder b;
+  b.Key("general.architecture", String("llama")).Tensor("q", 8, {32, 1}, q8).Tensor("f", 0, {2, 2}, BytesOf(special));
+  TempDir dir;
+  const std::string path = dir.Write("model.gguf", b.Build());
+
+  const Result json = RunWorkbook("inspect --tensor q --tensor f --format json '" + path + "'");
+  INFO(json.output);
+  REQUIRE(json.status == 0);
+  const auto parsed = nlohmann::json::parse(json.output);
+  CHECK(parsed["file"] == path);
+  REQUIRE(parsed["tensors"].size() == 2);
+  const auto& q = parsed["tensors"][0];
+  CHECK(q["name"] == "q");
+  CHECK(q["type"] == "Q8_0");
+  CHECK(q["shape"] == nlohmann::json::array({1, 32}));
+  REQUIRE(q["values"].size() == 1);
+  REQUIRE(q["values"][0].size() == 32);
+  for (int j = 0; j < 32; ++j) CHECK(q["values"][0][j].get<double>() == (j - 16) / 2.0);
+  const auto& f = parsed["tensors"][1];
+  CHECK(f["shape"] == nlohmann::json::array({2, 2}));
+  CHECK(f["values"] == nlohmann::json::parse(R"([[1.25, -0.0], ["inf", "nan"]])"));
+
+  const Result text = RunWorkbook("inspect --tensor f '" + path + "'");
+  CHECK(text.status == 0);
+  CHECK(text.output == "tensor f  F32  shape [2, 2]  (4 values as f32, one row a line)\n1.25 -0\ninf nan\n");
+
+  const Result missing = RunWorkbook("inspect --tensor nope '" + path + "'");
+  CHECK(missing.status == 2);
+  CHECK(missing.output.find(path) != std::string::npos);
+  CHECK(missing.output.find("'nope'") != std::string::npos);
 }
 
 TEST_CASE("inspect a truncated GGUF: exit 2 and a message naming the file and the tensor") {

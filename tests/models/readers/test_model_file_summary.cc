@@ -3,6 +3,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <bit>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -83,6 +85,40 @@ TEST_CASE("the GGUF JSON dump holds the same facts") {
   CHECK(json["tensors"][0]["shape"] == nlohmann::json::array({4, 32}));
   CHECK(json["tensors"][1]["offset"] == 160);
   CHECK(json["totals"]["bytes"] == 264);
+}
+
+TEST_CASE("non-finite metadata is written as strings that read back to the same bits, never null") {
+  const float quietNan = std::bit_cast<float>(0x7FC00000u);
+  const float payloadNan = std::bit_cast<float>(0x7FC00001u);
+  const float negativeNan = std::bit_cast<float>(0xFFC00000u);
+  GgufBuilder b;
+  b.Key("a.nan", F32(quietNan))
+      .Key("a.inf", F32(std::numeric_limits<float>::infinity()))
+      .Key("a.minus_inf", F64(-std::numeric_limits<double>::infinity()))
+      .Key("a.payload_nan", F32(payloadNan))
+      .Key("a.negative_nan", F32(negativeNan))
+      .Key("a.f64_nan", F64(std::bit_cast<double>(0x7FF8000000000001ull)))
+      .Key("a.array", Array<float>(6, {1.5f, quietNan, -std::numeric_limits<float>::infinity()}))
+      .Key("a.finite", F32(0.1f));
+  const Bytes bytes = b.Build();
+  auto file = wb::GgufFile::Parse(View(bytes), "m.gguf");
+  REQUIRE(file.ok());
+  const auto json = nlohmann::json::parse(wb::DescribeGgufJson(*file));
+  const auto& m = json["metadata"];
+  CHECK(m[0]["value"] == "nan");
+  CHECK(m[1]["value"] == "inf");
+  CHECK(m[2]["value"] == "-inf");
+  CHECK(m[3]["value"] == "nan(0x7fc00001)");
+  CHECK(m[4]["value"] == "nan(0xffc00000)");
+  CHECK(m[5]["value"] == "nan(0x7ff8000000000001)");
+  CHECK(m[6]["value"]["first"] == nlohmann::json::array({1.5, "nan", "-inf"}));
+  CHECK(m[7]["value"].is_number());
+  CHECK(static_cast<float>(m[7]["value"].get<double>()) == 0.1f);
+  // The bits in the string are the stored value's.
+  const std::string text = m[3]["value"].get<std::string>();
+  CHECK(std::bit_cast<float>(static_cast<uint32_t>(std::stoul(text.substr(4, 10), nullptr, 16))) != 0.0f);
+  CHECK(static_cast<uint32_t>(std::stoul(text.substr(4, 10), nullptr, 16)) == std::bit_cast<uint32_t>(payloadNan));
+  CHECK(wb::DescribeGgufJson(*file).find("null") == std::string::npos);
 }
 
 TEST_CASE("the safetensors dumps list every tensor with its file") {
