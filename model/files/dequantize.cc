@@ -3,25 +3,32 @@
 //
 // A note on rounding. A half has at most 11 significant bits (a subnormal one fewer), and a
 // product of an a-bit and a b-bit integer significand has at most a + b bits; f32 holds 24.
-// Counting, per type (d, dmin, m are halves; widths are of the largest magnitude used):
-//   Q8_0   q*d, |q| <= 128: 11 + 7 = 18 bits                        exact, nothing rounds
-//   Q4_0   (q-8)*d, |q-8| <= 8: 11 + 3 = 14                          exact
-//   Q5_0   (q-16)*d, |q-16| <= 16: 11 + 4 = 15                        exact
-//   Q4_1   q*d, q <= 15: 15 bits; then + m                          rounds once, at the add
-//   Q5_1   q*d, q <= 31: 16 bits; then + m                          rounds once, at the add
-//   Q2_K   dl = d*(sc&15) 15, ml = dmin*(sc>>4) 15, dl*q (q <= 3) 17; dl*q - ml rounds once
-//   Q3_K   dl = d*(s-32), |s-32| <= 32: 16; dl*c, |c| <= 4: 18       exact
-//   Q4_K   d*sc, dmin*m (6 bits): 17; (d*sc)*q, q <= 15: 21; - dmin*m rounds once
-//   Q5_K   as Q4_K with q <= 31: (d*sc)*q 22 bits; - dmin*m          rounds once
-//   Q6_K   d*sc (|sc| <= 128): 18; (d*sc)*(q-32), |q-32| <= 32: 23   exact
-//   IQ4_NL d*v, v from kIQ4NLValues (|v| <= 127): 18                 exact
-//   IQ4_XS dl = d*(ls-32): 16; dl*v, |v| <= 127: 23                  exact (the tightest: 1 bit spare)
-// No magnitude leaves f32's normal range either (|d| >= 2^-24 unless 0, |y| < 2^29). So every
-// product is exact and at most one step (the final add or subtract) rounds: each value is the
-// exact result rounded once, and the order of the products cannot matter. The code still
-// follows ggml's order step by step (e.g. d*sc rounded to f32 before the multiply by q), and
-// the library is built with -ffp-contract=off so no compiler fuses the last step; infinities
-// and NaNs in a half then propagate exactly as in ggml too.
+// Small integers need few bits: |q| <= 128 needs 7 (128 is a power of two), |q| <= 32 needs 5.
+// Per type (d, dmin, m are halves), the bits each product needs, and what rounds:
+//   Q8_0    q*d, |q| <= 128                                   18      exact
+//   Q4_0    (q-8)*d, |q-8| <= 8                               14      exact
+//   Q5_0    (q-16)*d, |q-16| <= 16                            15      exact
+//   Q4_1    q*d, q <= 15                                      15      + m rounds once
+//   Q5_1    q*d, q <= 31                                      16      + m rounds once
+//   Q2_K    dl = d*(sc&15), ml = dmin*(sc>>4)                 15
+//           dl*q, q <= 3                                      17      - ml rounds once
+//   Q3_K    dl = d*(s-32), |s-32| <= 32                       16
+//           dl*c, c = code - 4 in -4..3                       18      exact
+//   Q4_K    d*sc, dmin*m (6-bit)                              17
+//           (d*sc)*q, q <= 15                                 21      - dmin*m rounds once
+//   Q5_K    as Q4_K, (d*sc)*q with q <= 31                    22      - dmin*m rounds once
+//   Q6_K    d*sc, |sc| <= 128                                 18
+//           (d*sc)*(q-32), |q-32| <= 32                       23      exact
+//   IQ4_NL  d*v, v from kIQ4NLValues, |v| <= 127              18      exact
+//   IQ4_XS  dl = d*(ls-32), |ls-32| <= 32                     16
+//           dl*v, |v| <= 127                                  23      exact
+// Q6_K and IQ4_XS are the tightest, with one bit to spare. No magnitude leaves f32's normal
+// range either (|d| >= 2^-24 unless 0, |y| < 2^29). So every product is exact and at most one
+// step (the final add or subtract) rounds: each value is the exact result rounded once, and
+// the order of the products cannot matter. The code still follows ggml's order step by step
+// (e.g. d*sc rounded to f32 before the multiply by q), and the library is built with
+// -ffp-contract=off so no compiler fuses the last step; infinities and NaNs in a half then
+// propagate as in ggml's own build with contraction off.
 #include <cstring>
 
 #include <fmt/format.h>
