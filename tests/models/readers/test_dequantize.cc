@@ -292,6 +292,23 @@ TEST_CASE("Q5_1: y = q * d + m, the product exact and the add rounded once") {
 
 namespace {
 
+// For the K-quants with mins (Q2_K, Q5_K): checks every y[i] against d*sc[g]*q[i] - dmin*mn[g],
+// g = i / (256 / Groups), worked out exactly in double (at most 35 bits here) and rounded once
+// to f32. Returns how many values that rounding changed.
+template <size_t Groups>
+int CheckScaleMinValues(const std::vector<float>& y, double d, double dmin, const std::array<int, Groups>& sc,
+                        const std::array<int, Groups>& mn, const std::array<int, 256>& q) {
+  int rounded = 0;
+  for (int i = 0; i < 256; ++i) {
+    const size_t g = static_cast<size_t>(i) / (256 / Groups);
+    const double exact = d * sc[g] * q[i] - dmin * mn[g];
+    INFO("element ", i);
+    CHECK(y[i] == static_cast<float>(exact));
+    rounded += static_cast<double>(y[i]) != exact;
+  }
+  return rounded;
+}
+
 // A Q2_K block (ggml's block_q2_K: scales[16], qs[64], then d and dmin). Sub-block s (values
 // 16s .. 16s+15) has scale sc[s] and min mn[s], 4 bits each, in byte s: scale low, min high.
 // Value i's 2-bit code: byte 32*(i/128) + i%32 of qs, bits 2u and 2u+1 for u = (i%128)/32.
@@ -319,24 +336,14 @@ TEST_CASE("Q2_K: y = d*scale * q - dmin*min, 4-bit scale/min pairs, d and dmin s
   }
   std::array<int, 256> q{};
   for (int i = 0; i < 256; ++i) q[i] = (i * 13 + i / 16 + i / 64) % 4;
-  SUBCASE("exact scales") {
+  SUBCASE("exact scales: d = 1, dmin = 0.5") {
     const auto y = Dequantize(TensorType::kQ2_K, Q2KBlock(kHalfOne, kHalfHalf, sc, mn, q), 256);
-    for (int i = 0; i < 256; ++i) {
-      INFO("element ", i);
-      CHECK(y[i] == 1.0f * sc[i / 16] * q[i] - 0.5f * mn[i / 16]);
-    }
+    CHECK(CheckScaleMinValues(y, 1.0, 0.5, sc, mn, q) == 0);
   }
   SUBCASE("scales 2^25 apart: the subtraction rounds, once") {
     const double d = wb::HalfToFloat(kHalfAllBits), dmin = wb::HalfToFloat(kHalfTinyNormal);
     const auto y = Dequantize(TensorType::kQ2_K, Q2KBlock(kHalfAllBits, kHalfTinyNormal, sc, mn, q), 256);
-    int rounded = 0;
-    for (int i = 0; i < 256; ++i) {
-      const double exact = d * sc[i / 16] * q[i] - dmin * mn[i / 16];  // exact in double
-      INFO("element ", i);
-      CHECK(y[i] == static_cast<float>(exact));
-      rounded += static_cast<double>(y[i]) != exact;
-    }
-    CHECK(rounded > 100);  // the case really rounds
+    CHECK(CheckScaleMinValues(y, d, dmin, sc, mn, q) > 100);  // the case really rounds
   }
 }
 
@@ -416,24 +423,14 @@ TEST_CASE("Q5_K: y = d*sc * q - dmin*m, Q4_K's scales plus a 5th bit per code in
   const std::array<int, 8> mn = {0, 7, 63, 16, 31, 62, 1, 47};
   std::array<int, 256> q{};
   for (int i = 0; i < 256; ++i) q[i] = (i * 7 + i / 32) % 32;  // all 32 codes in every sub-block
-  SUBCASE("exact scales") {
+  SUBCASE("exact scales: d = 1, dmin = 0.5") {
     const auto y = Dequantize(TensorType::kQ5_K, Q5KBlock(kHalfOne, kHalfHalf, sc, mn, q), 256);
-    for (int i = 0; i < 256; ++i) {
-      INFO("element ", i);
-      CHECK(y[i] == 1.0f * sc[i / 32] * q[i] - 0.5f * mn[i / 32]);
-    }
+    CHECK(CheckScaleMinValues(y, 1.0, 0.5, sc, mn, q) == 0);
   }
   SUBCASE("an 11-bit d and a tiny dmin: (d*sc)*q has up to 22 bits, the subtraction rounds once") {
     const double d = wb::HalfToFloat(kHalfAllBits), dmin = wb::HalfToFloat(kHalfTinyNormal);
     const auto y = Dequantize(TensorType::kQ5_K, Q5KBlock(kHalfAllBits, kHalfTinyNormal, sc, mn, q), 256);
-    int rounded = 0;
-    for (int i = 0; i < 256; ++i) {
-      const double exact = d * sc[i / 32] * q[i] - dmin * mn[i / 32];  // exact in double
-      INFO("element ", i);
-      CHECK(y[i] == static_cast<float>(exact));
-      rounded += static_cast<double>(y[i]) != exact;
-    }
-    CHECK(rounded > 100);  // the case really rounds
+    CHECK(CheckScaleMinValues(y, d, dmin, sc, mn, q) > 100);  // the case really rounds
   }
 }
 

@@ -46,77 +46,71 @@ Grouping GroupingOf(TensorType type) {
 constexpr double kMagnitudes[] = {0.05, 1.0};
 constexpr uint32_t kSeeds[] = {1, 2, 3, 7, 1000, 4000000000u};
 
+// Calls check(type, elements, row) for the known row of every type, magnitude and seed, with
+// `blocks` blocks (quantized types) or 32 * blocks values (plain ones).
+template <typename Check>
+void ForEveryKnownRow(size_t blocks, Check check) {
+  for (TensorType type : wb::kAllTensorTypes) {
+    const size_t elements = blocks * wb::BlockElements(type) * (wb::IsQuantized(type) ? 1 : 32);
+    for (double magnitude : kMagnitudes) {
+      for (uint32_t seed : kSeeds) {
+        INFO(wb::TensorTypeName(type), " seed ", seed, " magnitude ", magnitude);
+        check(type, elements, magnitude, MakeKnownRow(type, elements, seed, magnitude));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("every type's known row dequantises to exactly its values") {
-  for (TensorType type : wb::kAllTensorTypes) {
-    for (double magnitude : kMagnitudes) {
-      for (uint32_t seed : kSeeds) {
-        const size_t elements = 3 * static_cast<size_t>(wb::BlockElements(type)) * (wb::IsQuantized(type) ? 1 : 32);
-        const KnownRow row = MakeKnownRow(type, elements, seed, magnitude);
-        INFO(wb::TensorTypeName(type), " seed ", seed, " magnitude ", magnitude);
-        REQUIRE(row.values.size() == elements);
-        REQUIRE(row.bytes.size() == *wb::RowBytes(type, elements));
-        std::vector<float> out(elements);
-        REQUIRE(wb::DequantizeRow(type, row.bytes, out).ok());
-        size_t wrong = 0;
-        for (size_t i = 0; i < elements; ++i) {
-          if (static_cast<double>(out[i]) != row.values[i]) {
-            if (wrong == 0) MESSAGE("first difference at element ", i, ": ", out[i], " vs ", row.values[i]);
-            ++wrong;
-          }
-        }
-        CHECK(wrong == 0);
+  ForEveryKnownRow(3, [](TensorType type, size_t elements, double, const KnownRow& row) {
+    REQUIRE(row.values.size() == elements);
+    REQUIRE(row.bytes.size() == *wb::RowBytes(type, elements));
+    std::vector<float> out(elements);
+    REQUIRE(wb::DequantizeRow(type, row.bytes, out).ok());
+    size_t wrong = 0;
+    for (size_t i = 0; i < elements; ++i) {
+      if (static_cast<double>(out[i]) != row.values[i]) {
+        if (wrong == 0) MESSAGE("first difference at element ", i, ": ", out[i], " vs ", row.values[i]);
+        ++wrong;
       }
     }
-  }
+    CHECK(wrong == 0);
+  });
 }
 
 TEST_CASE("known values are within ±2·magnitude, not all zero, and reach the magnitude") {
-  for (TensorType type : wb::kAllTensorTypes) {
-    for (double magnitude : kMagnitudes) {
-      for (uint32_t seed : kSeeds) {
-        const size_t elements = 2 * static_cast<size_t>(wb::BlockElements(type)) * (wb::IsQuantized(type) ? 1 : 64);
-        const KnownRow row = MakeKnownRow(type, elements, seed, magnitude);
-        INFO(wb::TensorTypeName(type), " seed ", seed, " magnitude ", magnitude);
-        double largest = 0;
-        for (double v : row.values) largest = std::max(largest, std::fabs(v));
-        CHECK(largest <= 2 * magnitude);
-        CHECK(largest >= magnitude / 4);
-      }
-    }
-  }
+  ForEveryKnownRow(2, [](TensorType, size_t, double magnitude, const KnownRow& row) {
+    double largest = 0;
+    for (double v : row.values) largest = std::max(largest, std::fabs(v));
+    CHECK(largest <= 2 * magnitude);
+    CHECK(largest >= magnitude / 4);
+  });
 }
 
 TEST_CASE("every group that shares a scale uses every code, or distinct codes with both extremes") {
-  for (TensorType type : wb::kAllTensorTypes) {
+  ForEveryKnownRow(2, [](TensorType type, size_t elements, double, const KnownRow& row) {
     const Grouping grouping = GroupingOf(type);
-    if (grouping.levels == 0) continue;
-    for (double magnitude : kMagnitudes) {
-      for (uint32_t seed : kSeeds) {
-        const size_t elements = 2 * static_cast<size_t>(wb::BlockElements(type));
-        const KnownRow row = MakeKnownRow(type, elements, seed, magnitude);
-        for (size_t first = 0; first < elements; first += static_cast<size_t>(grouping.groupSize)) {
-          INFO(wb::TensorTypeName(type), " seed ", seed, " magnitude ", magnitude, " group at ", first);
-          const auto begin = row.values.begin() + static_cast<std::ptrdiff_t>(first);
-          const std::vector<double> group(begin, begin + grouping.groupSize);
-          // Within a group the value is an injective function of the code (a nonzero scale
-          // times the code, plus a constant; or a table of distinct values), so distinct
-          // values count distinct codes.
-          const std::set<double> distinct(group.begin(), group.end());
-          CHECK(distinct.size() == static_cast<size_t>(std::min(grouping.groupSize, grouping.levels)));
-          if (grouping.groupSize < grouping.levels) {
-            // Q8_0 (q*d, q in -128..127) and Q6_K (d*sc*(q - 32), q - 32 in -32..31): the
-            // group's extremes are the two end codes exactly when max/min is -(L/2-1)/(L/2) or
-            // its inverse (a negative scale swaps the ends).
-            const double ratio = *distinct.rbegin() / *distinct.begin();
-            const double half = grouping.levels / 2;
-            CHECK((ratio == -(half - 1) / half || ratio == -half / (half - 1)));
-          }
-        }
+    if (grouping.levels == 0) return;
+    for (size_t first = 0; first < elements; first += static_cast<size_t>(grouping.groupSize)) {
+      INFO("group at ", first);
+      const auto begin = row.values.begin() + static_cast<std::ptrdiff_t>(first);
+      // Within a group the value is an injective function of the code (a nonzero scale times
+      // the code, plus a constant; or a table of distinct values), so distinct values count
+      // distinct codes.
+      const std::set<double> distinct(begin, begin + grouping.groupSize);
+      CHECK(distinct.size() == static_cast<size_t>(std::min(grouping.groupSize, grouping.levels)));
+      if (grouping.groupSize < grouping.levels) {
+        // Q8_0 (q*d, q in -128..127) and Q6_K (d*sc*(q - 32), q - 32 in -32..31): the group's
+        // extremes are the two end codes exactly when max/min is -(L/2-1)/(L/2) or its inverse
+        // (a negative scale swaps the ends).
+        const double ratio = *distinct.rbegin() / *distinct.begin();
+        const double half = grouping.levels / 2;
+        CHECK((ratio == -(half - 1) / half || ratio == -half / (half - 1)));
       }
     }
-  }
+  });
 }
 
 TEST_CASE("plain types hold values exact in that type, mostly distinct") {
