@@ -23,9 +23,16 @@ TypeTraits TraitsOf(TensorType type) {
     case TensorType::kF16: return {1, 2, "F16"};
     case TensorType::kQ4_0: return {kQK4_0, sizeof(BlockQ4_0), "Q4_0"};
     case TensorType::kQ4_1: return {kQK4_1, sizeof(BlockQ4_1), "Q4_1"};
+    case TensorType::kQ5_0: return {kQK5_0, sizeof(BlockQ5_0), "Q5_0"};
+    case TensorType::kQ5_1: return {kQK5_1, sizeof(BlockQ5_1), "Q5_1"};
     case TensorType::kQ8_0: return {kQK8_0, sizeof(BlockQ8_0), "Q8_0"};
+    case TensorType::kQ2_K: return {kQK_K, sizeof(BlockQ2_K), "Q2_K"};
+    case TensorType::kQ3_K: return {kQK_K, sizeof(BlockQ3_K), "Q3_K"};
     case TensorType::kQ4_K: return {kQK_K, sizeof(BlockQ4_K), "Q4_K"};
+    case TensorType::kQ5_K: return {kQK_K, sizeof(BlockQ5_K), "Q5_K"};
     case TensorType::kQ6_K: return {kQK_K, sizeof(BlockQ6_K), "Q6_K"};
+    case TensorType::kIQ4_NL: return {kQK4_NL, sizeof(BlockIQ4_NL), "IQ4_NL"};
+    case TensorType::kIQ4_XS: return {kQK_K, sizeof(BlockIQ4_XS), "IQ4_XS"};
     case TensorType::kBF16: return {1, 2, "BF16"};
   }
   return {1, 1, "?"};  // unreachable for a TensorType that came from LookupTensorType
@@ -58,7 +65,8 @@ Expected<TensorType> LookupTensorType(uint32_t id) {
   }
   const std::string_view ggmlName = GgmlTypeName(id);
   const std::string which = ggmlName.empty() ? fmt::format("type {}", id) : fmt::format("type {} ({})", id, ggmlName);
-  return BadData(fmt::format("{} is not supported; the workbook reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K",
+  return BadData(fmt::format("{} is not supported; the workbook reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
+                             "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS",
                              which));
 }
 

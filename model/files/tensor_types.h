@@ -11,7 +11,9 @@
 //   - DequantizeRow() turns one row of blocks into floats, exactly as ggml's reference
 //     `dequantize_row_*` does (ggml's src/ggml-quants.c), bit for bit: same operations, same
 //     order, no fused multiply-add (this library is compiled with -ffp-contract=off). Every
-//     product involved is exact in f32, so each value is the exact result rounded once.
+//     product involved is exact in f32, so each value is the exact result rounded once (at
+//     the final add of the types with a min: Q4_1, Q5_1, Q2_K, Q4_K, Q5_K; nowhere for the
+//     others). dequantize.cc's header counts the bits of each product.
 //   - Half (IEEE binary16) and bfloat16 conversions are done in software, exactly, with
 //     round-to-nearest-even when narrowing; no F16C instructions are needed.
 //   - The two reference quantizers write the Q8_0 and Q4_0 block layouts that ggml's
@@ -36,32 +38,43 @@ enum class TensorType : uint32_t {
   kF16 = 1,
   kQ4_0 = 2,
   kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
   kQ8_0 = 8,
+  kQ2_K = 10,
+  kQ3_K = 11,
   kQ4_K = 12,
+  kQ5_K = 13,
   kQ6_K = 14,
+  kIQ4_NL = 20,
+  kIQ4_XS = 23,
   kBF16 = 30,
 };
 
 // Every supported type, in id order; handy for tests and tables.
 inline constexpr TensorType kAllTensorTypes[] = {
-    TensorType::kF32, TensorType::kF16,  TensorType::kQ4_0, TensorType::kQ4_1,
-    TensorType::kQ8_0, TensorType::kQ4_K, TensorType::kQ6_K, TensorType::kBF16,
+    TensorType::kF32,  TensorType::kF16,  TensorType::kQ4_0, TensorType::kQ4_1,   TensorType::kQ5_0,
+    TensorType::kQ5_1, TensorType::kQ8_0, TensorType::kQ2_K, TensorType::kQ3_K,   TensorType::kQ4_K,
+    TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kBF16,
 };
 
-// Elements per block: 1 for F32/F16/BF16, 32 for Q4_0/Q4_1/Q8_0, 256 for the K-quants.
+// Elements per block: 1 for F32/F16/BF16, 32 for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/IQ4_NL, 256 for the
+// K-quants (Q2_K ... Q6_K) and IQ4_XS.
 uint32_t BlockElements(TensorType type);
-// Bytes per block (ggml's src/ggml-common.h): F32 4, F16 2, BF16 2, Q4_0 18, Q4_1 20, Q8_0 34,
-// Q4_K 144, Q6_K 210.
+// Bytes per block (ggml's src/ggml-common.h): F32 4, F16 2, BF16 2, Q4_0 18, Q4_1 20, Q5_0 22,
+// Q5_1 24, Q8_0 34, Q2_K 84, Q3_K 110, Q4_K 144, Q5_K 176, Q6_K 210, IQ4_NL 18, IQ4_XS 136.
 uint32_t BlockBytes(TensorType type);
-// The ggml name: "F32", "F16", "Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q6_K", "BF16".
+// The ggml name: "F32", "F16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K",
+// "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "BF16".
 std::string_view TensorTypeName(TensorType type);
 bool IsQuantized(TensorType type);
 
-// The ggml name of any ggml type id, supported or not ("Q5_K" for 13), or "" if unknown.
+// The ggml name of any ggml type id, supported or not ("IQ2_XXS" for 16), or "" if unknown.
 std::string_view GgmlTypeName(uint32_t id);
 
-// `id` as a TensorType, or an error such as "type 13 (Q5_K) is not supported; the workbook
-// reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K". The caller prefixes file and tensor.
+// `id` as a TensorType, or an error such as "type 16 (IQ2_XXS) is not supported; the workbook
+// reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and
+// IQ4_XS". The caller prefixes file and tensor.
 Expected<TensorType> LookupTensorType(uint32_t id);
 
 // Bytes of a row of `elements` values. Errors: `elements` not a multiple of the block size,

@@ -77,11 +77,40 @@ int main(int argc, char** argv) {
         .Tensor("f16", 1, {8, 2}, HalfData(16))
         .Tensor("q4_0", 2, {32, 2}, Filler(36, 2))
         .Tensor("q4_1", 3, {32}, Filler(20, 3))
+        .Tensor("q5_0", 6, {32}, Filler(22, 24))
+        .Tensor("q5_1", 7, {32}, Filler(24, 25))
         .Tensor("q8_0", 8, {64}, Filler(68, 4))
+        .Tensor("q2_k", 10, {256}, Filler(84, 26))
+        .Tensor("q3_k", 11, {256}, Filler(110, 27))
         .Tensor("q4_k", 12, {256}, Filler(144, 5))
+        .Tensor("q5_k", 13, {256}, Filler(176, 28))
         .Tensor("q6_k", 14, {256}, Filler(210, 6))
+        .Tensor("iq4_nl", 20, {32}, Filler(18, 29))
+        .Tensor("iq4_xs", 23, {256}, Filler(136, 30))
         .Tensor("bf16", 30, {4, 1, 2}, Filler(16, 7));
     Write(gguf / "seed-every-type-align64.gguf", b.Build());
+  }
+  // One file per block type beyond the first ones read (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K): a
+  // two-row weight of that type alone, so mutations of its blocks and its type id start from
+  // a file that exercises just that decoder. Block sizes: ggml's src/ggml-common.h.
+  {
+    struct OneType {
+      const char* name;
+      uint32_t id;
+      uint64_t blockElements;
+      size_t blockBytes;
+    };
+    const OneType types[] = {{"q5_0", 6, 32, 22},    {"q5_1", 7, 32, 24},    {"q2_k", 10, 256, 84},
+                             {"q3_k", 11, 256, 110}, {"q5_k", 13, 256, 176}, {"iq4_nl", 20, 32, 18},
+                             {"iq4_xs", 23, 256, 136}};
+    uint32_t seed = 31;
+    for (const OneType& t : types) {
+      GgufBuilder b(3);
+      const uint64_t rowLength = 2 * t.blockElements;
+      b.Key("general.architecture", String("llama"))
+          .Tensor("blk.0.ffn_down.weight", t.id, {rowLength, 2}, Filler(4 * t.blockBytes, seed++));
+      Write(gguf / (std::string("seed-one-") + t.name + ".gguf"), b.Build());
+    }
   }
   // A stacked-expert 3-D tensor and a 4-D one, last tensor unpadded.
   {

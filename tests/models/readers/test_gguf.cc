@@ -278,9 +278,12 @@ TEST_CASE("tensor table rules: name length, n_dims, block multiples, types, dupl
         "model.gguf: tensor 't': field 'n_dims' is 5; ggml allows at most 4");
   CHECK(ParseError(GgufBuilder().Tensor("q", 8, {48, 2}, Filler(102, 1)).Build()) ==
         "model.gguf: tensor 'q': field 'ne[0]' is 48, not a multiple of the Q8_0 block size 32");
-  CHECK(ParseError(GgufBuilder().Tensor("k", 13, {256}, Filler(176, 1)).Build()) ==
-        "model.gguf: tensor 'k': field 'type': type 13 (Q5_K) is not supported; the workbook reads F32, F16, "
-        "BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K");
+  CHECK(ParseError(GgufBuilder().Tensor("k", 16, {256}, Filler(66, 1)).Build()) ==
+        "model.gguf: tensor 'k': field 'type': type 16 (IQ2_XXS) is not supported; the workbook reads F32, F16, "
+        "BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS");
+  CHECK(ParseError(GgufBuilder().Tensor("blk.0.ffn_up.weight", 34, {256}, Filler(54, 1)).Build()) ==
+        "model.gguf: tensor 'blk.0.ffn_up.weight': field 'type': type 34 (TQ1_0) is not supported; the workbook "
+        "reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS");
   CHECK(ParseError(GgufBuilder().Tensor("d", 0, {1}, Filler(4, 1)).Tensor("d", 0, {1}, Filler(4, 1)).Build()) ==
         "model.gguf: tensor 'd': appears twice (tensors #0 and #1)");
   CHECK(ParseError(GgufBuilder().Tensor("big", 0, {1ull << 32, 1ull << 31}, {}).Build()) ==

@@ -117,7 +117,7 @@ TEST_CASE("a single corrupted byte in a header field gives an error naming that 
       {"tensor0.n_dims", 0, 5, "tensor 'token_embd.weight': field 'n_dims' is 5; ggml allows at most 4"},
       {"tensor0.ne0", 0, 33, "tensor 'token_embd.weight': field 'ne[0]' is 33, not a multiple of the Q8_0 block size 32"},
       {"tensor0.ne0", 7, 0x80, "tensor 'token_embd.weight': field 'ne[0]' is 9223372036854775840, negative"},
-      {"tensor0.type", 0, 6, "tensor 'token_embd.weight': field 'type': type 6 (Q5_0) is not supported"},
+      {"tensor0.type", 0, 16, "tensor 'token_embd.weight': field 'type': type 16 (IQ2_XXS) is not supported"},
       {"tensor1.offset", 0, 0x61, "tensor 'output_norm.weight': field 'offset' is 97, expected 96"},
       {"tensor2.ne0", 0, 200, "tensor 'blk.0.attn_q.weight': data ends at byte"},
   };

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "model/files/tensor_types.h"
 
@@ -86,27 +88,57 @@ TEST_CASE("the type table has ggml's ids, block sizes and names") {
     uint32_t elements, bytes;
     const char* name;
   };
-  // ggml's src/ggml-common.h: sizeof(block_q4_0) = 2 + 16, q4_1 = 4 + 16, q8_0 = 2 + 32,
-  // q4_K = 4 + 12 + 128, q6_K = 128 + 64 + 16 + 2.
-  const Row rows[] = {{0, 1, 4, "F32"},        {1, 1, 2, "F16"},         {2, 32, 2 + 16, "Q4_0"},
-                      {3, 32, 4 + 16, "Q4_1"}, {8, 32, 2 + 32, "Q8_0"},  {12, 256, 4 + 12 + 128, "Q4_K"},
-                      {14, 256, 128 + 64 + 16 + 2, "Q6_K"}, {30, 1, 2, "BF16"}};
+  // ggml's src/ggml-common.h, field by field: sizeof(block_q4_0) = 2 + 16, q4_1 = 4 + 16,
+  // q5_0 = 2 + 4 + 16, q5_1 = 4 + 4 + 16, q8_0 = 2 + 32, q2_K = 16 + 64 + 4,
+  // q3_K = 32 + 64 + 12 + 2, q4_K = 4 + 12 + 128, q5_K = 4 + 12 + 32 + 128,
+  // q6_K = 128 + 64 + 16 + 2, iq4_nl = 2 + 16, iq4_xs = 2 + 2 + 4 + 128.
+  const Row rows[] = {{0, 1, 4, "F32"},
+                      {1, 1, 2, "F16"},
+                      {2, 32, 2 + 16, "Q4_0"},
+                      {3, 32, 4 + 16, "Q4_1"},
+                      {6, 32, 2 + 4 + 16, "Q5_0"},
+                      {7, 32, 4 + 4 + 16, "Q5_1"},
+                      {8, 32, 2 + 32, "Q8_0"},
+                      {10, 256, 16 + 64 + 4, "Q2_K"},
+                      {11, 256, 32 + 64 + 12 + 2, "Q3_K"},
+                      {12, 256, 4 + 12 + 128, "Q4_K"},
+                      {13, 256, 4 + 12 + 32 + 128, "Q5_K"},
+                      {14, 256, 128 + 64 + 16 + 2, "Q6_K"},
+                      {20, 32, 2 + 16, "IQ4_NL"},
+                      {23, 256, 2 + 2 + 4 + 128, "IQ4_XS"},
+                      {30, 1, 2, "BF16"}};
   for (const Row& row : rows) {
     const auto type = wb::LookupTensorType(row.id);
     REQUIRE(type.ok());
+    INFO("type ", row.name);
     CHECK(static_cast<uint32_t>(*type) == row.id);
     CHECK(wb::BlockElements(*type) == row.elements);
     CHECK(wb::BlockBytes(*type) == row.bytes);
     CHECK(wb::TensorTypeName(*type) == row.name);
+    CHECK(wb::GgmlTypeName(row.id) == row.name);
     CHECK(wb::IsQuantized(*type) == (row.elements > 1));
   }
+  // kAllTensorTypes lists exactly these, in id order.
+  REQUIRE(std::size(wb::kAllTensorTypes) == std::size(rows));
+  for (size_t k = 0; k < std::size(rows); ++k) CHECK(static_cast<uint32_t>(wb::kAllTensorTypes[k]) == rows[k].id);
 }
 
 TEST_CASE("unknown and unsupported type ids are rejected with their ggml name") {
-  CHECK(wb::LookupTensorType(13).error().message ==
-        "type 13 (Q5_K) is not supported; the workbook reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K");
-  CHECK(wb::LookupTensorType(4).error().message ==
-        "type 4 is not supported; the workbook reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K");
+  const std::string reads =
+      " is not supported; the workbook reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, "
+      "Q6_K, IQ4_NL and IQ4_XS";
+  CHECK(wb::LookupTensorType(16).error().message == "type 16 (IQ2_XXS)" + reads);
+  CHECK(wb::LookupTensorType(4).error().message == "type 4" + reads);
+  // Every ggml type the workbook does not read, by its ggml name (`ggml_type`, include/ggml.h).
+  const std::pair<uint32_t, const char*> unsupported[] = {
+      {9, "Q8_1"},   {15, "Q8_K"},  {16, "IQ2_XXS"}, {17, "IQ2_XS"}, {18, "IQ3_XXS"}, {19, "IQ1_S"},
+      {21, "IQ3_S"}, {22, "IQ2_S"}, {24, "I8"},      {25, "I16"},    {26, "I32"},     {27, "I64"},
+      {28, "F64"},   {29, "IQ1_M"}, {34, "TQ1_0"},   {35, "TQ2_0"},  {39, "MXFP4"},   {40, "NVFP4"},
+      {41, "Q1_0"},  {42, "Q2_0"}};
+  for (const auto& [id, name] : unsupported) {
+    INFO("type id ", id);
+    CHECK(wb::LookupTensorType(id).error().message == "type " + std::to_string(id) + " (" + name + ")" + reads);
+  }
   CHECK(wb::LookupTensorType(1000).error().message.rfind("type 1000 is not supported", 0) == 0);
   CHECK(wb::GgmlTypeName(28) == "F64");
   CHECK(wb::GgmlTypeName(31) == "");
@@ -117,6 +149,11 @@ TEST_CASE("RowBytes counts whole blocks and refuses partial blocks and overflow"
   CHECK(*wb::RowBytes(TensorType::kQ8_0, 64) == 68);
   CHECK(*wb::RowBytes(TensorType::kQ4_K, 512) == 288);
   CHECK(*wb::RowBytes(TensorType::kQ6_K, 0) == 0);
+  CHECK(*wb::RowBytes(TensorType::kQ5_0, 96) == 66);
+  CHECK(*wb::RowBytes(TensorType::kQ3_K, 512) == 220);
+  CHECK(*wb::RowBytes(TensorType::kIQ4_XS, 256) == 136);
+  CHECK(wb::RowBytes(TensorType::kIQ4_XS, 32).error().message ==
+        "32 elements of type IQ4_XS are not a whole number of blocks of 256");
   CHECK(wb::RowBytes(TensorType::kQ4_0, 33).error().message ==
         "33 elements of type Q4_0 are not a whole number of blocks of 32");
   CHECK(wb::RowBytes(TensorType::kF32, uint64_t{1} << 62).error().message ==
