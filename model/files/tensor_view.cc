@@ -102,10 +102,12 @@ Status DequantizeRows(const TensorView& tensor, uint64_t firstRow, uint64_t rowC
 }
 
 Expected<std::vector<float>> DequantizeAll(const TensorView& tensor) {
-  // Quantized types hold at most 2 values per byte (Q4_0: 32 in 18), so a size beyond that is
-  // a malformed view; refuse it before allocating.
-  uint64_t elements = 0;
-  if (!CheckedProduct(tensor.RowCount(), tensor.RowLength(), elements) || elements / 2 > tensor.data.size()) {
+  // The bytes a view of this shape must hold, exactly (Q2_K packs about 3 values a byte, so no
+  // fixed ratio bounds them); a malformed view is refused before anything is allocated.
+  uint64_t elements = 0, bytes = 0;
+  const Expected<uint64_t> rowBytes = RowBytes(tensor.type, tensor.RowLength());
+  if (!CheckedProduct(tensor.RowCount(), tensor.RowLength(), elements) || !rowBytes.ok() ||
+      !CheckedProduct(tensor.RowCount(), *rowBytes, bytes) || bytes != tensor.data.size()) {
     return BadData(fmt::format("{}: tensor '{}': its shape does not match its {} bytes", tensor.file,
                                Printable(tensor.name), tensor.data.size()));
   }

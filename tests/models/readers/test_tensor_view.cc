@@ -4,6 +4,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <string>
 #include <vector>
 
@@ -125,4 +127,25 @@ TEST_CASE("DequantizeRows refuses rows out of range and wrongly sized output") {
   handMade.data = handMade.data.first(40);
   CHECK(wb::DequantizeRows(handMade, 0, 1, std::span(out).first(4)).error().message ==
         "m.gguf: tensor 'w': holds 40 bytes, not 3 rows of 16 bytes");
+}
+
+TEST_CASE("DequantizeAll takes the dense K-quants whole and refuses a view of the wrong size") {
+  // Q2_K packs 256 values in 84 bytes and Q3_K in 110: more than two values a byte.
+  for (const uint32_t type : {10u, 11u}) {
+    CAPTURE(type);
+    const uint64_t blockBytes = type == 10 ? 84 : 110;
+    GgufBuilder builder;
+    builder.Tensor("w", type, {256, 2}, Bytes(2 * blockBytes));
+    const Bytes bytes = builder.Build();
+    auto file = wb::GgufFile::Parse(View(bytes), "m.gguf");
+    REQUIRE(file.ok());
+    const auto view = *wb::ViewTensor(*file, "w");
+    const auto all = wb::DequantizeAll(view);
+    REQUIRE_MESSAGE(all.ok(), all.error().message);
+    CHECK(all->size() == 512);
+    wb::TensorView cut = view;
+    cut.data = cut.data.first(blockBytes * 2 - 1);
+    CHECK(wb::DequantizeAll(cut).error().message ==
+          fmt::format("m.gguf: tensor 'w': its shape does not match its {} bytes", blockBytes * 2 - 1));
+  }
 }
