@@ -32,8 +32,10 @@ struct Planned {
   fx::KnownRow known;
 };
 
-// Every tensor of the model, each with a type: the quantized types in turn on the matrices,
-// the plain ones on the norms and what is left, so that every type of kAllTensorTypes is used.
+// Every tensor of the model, each with a type: every type of kAllTensorTypes in turn on the
+// 16 matrices (the quantized ones first), and F32 on the norms, as llama.cpp's converter
+// writes them (ggml's CPU backend cannot multiply by an F16 norm), so that llama.cpp loads
+// this file too.
 std::vector<Planned> PlanTensors() {
   std::vector<std::pair<std::string, std::vector<uint64_t>>> matrices = {{"token_embd.weight", {kVocab, kHidden}}};
   std::vector<std::pair<std::string, std::vector<uint64_t>>> norms;
@@ -64,9 +66,8 @@ std::vector<Planned> PlanTensors() {
     const size_t count = shape[0] * shape[1];
     out.push_back({name, shape, type, fx::MakeKnownRow(type, count, seed++, 0.05)});
   }
-  for (size_t i = 0; i < norms.size(); ++i) {
-    const TensorType type = plain[i % plain.size()];
-    out.push_back({norms[i].first, norms[i].second, type, fx::MakeKnownRow(type, kHidden, seed++, 1.0)});
+  for (const auto& [name, shape] : norms) {
+    out.push_back({name, shape, TensorType::kF32, fx::MakeKnownRow(TensorType::kF32, kHidden, seed++, 1.0)});
   }
   return out;
 }
