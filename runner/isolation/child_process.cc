@@ -1,17 +1,31 @@
 #include "child_process.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
+
+#include "sandbox.h"
 
 namespace wb {
 namespace {
@@ -49,11 +63,25 @@ void Drain(int& fd, CapturedOutput& out, size_t keep) {
   }
 }
 
+constexpr rlim_t kChildFileBytes = rlim_t{1} << 20;  // the child has no file to write
+constexpr rlim_t kChildProcesses = 256;  // threads count too: room for OpenMP, not a fork bomb
+
+void SetLimit(int resource, rlim_t soft, rlim_t hard) {
+  const rlimit limit{soft, hard};
+  setrlimit(resource, &limit);
+}
+
+// Everything here runs in the forked child before exec, so it binds the harness's static
+// constructors and the student's too. A step that fails ends the child before any student
+// code runs (kExecFailedExit): a sandbox half applied is not a sandbox.
 [[noreturn]] void ExecChild(const std::string& harness, int regionFd, int outFd, int errFd,
-                            const std::string& fdArgument) {
+                            const std::string& fdArgument, const SandboxPlan& sandbox, double wallSeconds,
+                            pid_t runner) {
   setpgid(0, 0);
-  rlimit noCore{0, 0};
-  setrlimit(RLIMIT_CORE, &noCore);  // a crash must not leave a core file in the student's tree
+  SetLimit(RLIMIT_CORE, 0, 0);  // a crash must not leave a core file in the student's tree
+  SetLimit(RLIMIT_FSIZE, kChildFileBytes, kChildFileBytes);
+  const rlim_t cpu = static_cast<rlim_t>(std::ceil(wallSeconds)) + 1;
+  SetLimit(RLIMIT_CPU, cpu, cpu + 1);  // SIGXCPU, then SIGKILL: a backstop behind the wall clock
   dup2(outFd, STDOUT_FILENO);
   dup2(errFd, STDERR_FILENO);
   if (regionFd != kRegionFd) {
@@ -64,10 +92,125 @@ void Drain(int& fd, CapturedOutput& out, size_t keep) {
   const int stdinFd = open("/dev/null", O_RDONLY);
   if (stdinFd >= 0) dup2(stdinFd, STDIN_FILENO);
   for (int fd = kRegionFd + 1; fd < 1024; ++fd) close(fd);
+  if (sandbox.dropPrivileges) {
+    SetLimit(RLIMIT_NPROC, kChildProcesses, kChildProcesses);
+    // Groups first, then the gid, then the uid: once the uid is gone, nothing else can change.
+    if (setgroups(0, nullptr) != 0 || setresgid(kSandboxGid, kSandboxGid, kSandboxGid) != 0 ||
+        setresuid(kSandboxUid, kSandboxUid, kSandboxUid) != 0) {
+      _exit(shm::kExecFailedExit);
+    }
+    if (chdir("/") != 0) _exit(shm::kExecFailedExit);  // the runner's folder is not the child's
+  }
+  // After the uid change, which clears both: no set-uid program can give privileges back, and
+  // the child ends with the runner (checking the runner is still there closes the race).
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(shm::kExecFailedExit);
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != runner) _exit(shm::kExecFailedExit);
   char* argv[] = {const_cast<char*>(harness.c_str()), const_cast<char*>(fdArgument.c_str()), nullptr};
   execv(harness.c_str(), argv);
   _exit(shm::kExecFailedExit);  // reported as a workbook failure
 }
+
+// The harness, copied where the sandbox uid may execute it and nobody else may write: a fresh
+// root-owned folder (0711) under the system's temporary directory, removed after the run.
+// The workbook's own folder may be private to root; and a copy per run means no other check
+// of the same tree can swap the binary under this one.
+class PrivateHarness {
+ public:
+  static Expected<PrivateHarness> Copy(const std::string& harness) {
+    std::error_code ec;
+    std::string pattern = (std::filesystem::temp_directory_path(ec) / "wb-sandbox-XXXXXX").string();
+    if (ec || mkdtemp(pattern.data()) == nullptr) {
+      return SystemError(fmt::format("cannot make a folder for the sandboxed child: {}", std::strerror(errno)));
+    }
+    PrivateHarness copy;
+    copy.folder_ = pattern;
+    copy.path_ = pattern + "/harness";
+    if (chmod(pattern.c_str(), 0711) != 0 ||
+        !std::filesystem::copy_file(harness, copy.path_, std::filesystem::copy_options::overwrite_existing, ec) ||
+        chmod(copy.path_.c_str(), 0755) != 0) {
+      return SystemError(fmt::format("cannot copy {} for the sandboxed child: {}", harness,
+                                     ec ? ec.message() : std::strerror(errno)));
+    }
+    return copy;
+  }
+  PrivateHarness(PrivateHarness&& other) noexcept : folder_(std::move(other.folder_)), path_(std::move(other.path_)) {
+    other.folder_.clear();
+  }
+  PrivateHarness(const PrivateHarness&) = delete;
+  ~PrivateHarness() {
+    std::error_code ignored;
+    if (!folder_.empty()) std::filesystem::remove_all(folder_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  PrivateHarness() = default;
+  std::string folder_, path_;
+};
+
+// The real uid of process `pid` ("Uid:" of /proc/PID/status, which a process cannot hide by
+// making itself undumpable), or -1 when it is gone.
+long RealUidOf(pid_t pid) {
+  std::ifstream status(fmt::format("/proc/{}/status", pid));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Uid:", 0) == 0) return std::strtol(line.c_str() + 4, nullptr, 10);
+  }
+  return -1;
+}
+
+// The processes whose parent is `parent`: field 4 of /proc/PID/stat, after the command name
+// in parentheses (which may itself hold spaces and parentheses, hence the last ')').
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> children;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(text.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == parent) {
+      children.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+  }
+  return children;
+}
+
+// What the child left behind, out of its process group too (setsid, a double fork): the
+// runner is a subreaper (PR_SET_CHILD_SUBREAPER), so an orphan comes back to it rather than to
+// init. Each round kills and reaps the runner's children that run the student's code (the
+// sandbox uid's, or any when there is no sandbox uid); theirs come back for the next round.
+// Only this runner's own descendants are touched, so checks running side by side are safe.
+void KillLeftovers(const SandboxPlan& sandbox) {
+  for (int round = 0; round < 1000; ++round) {
+    bool found = false;
+    for (const pid_t child : ChildrenOf(getpid())) {
+      if (sandbox.dropPrivileges && RealUidOf(child) != static_cast<long>(kSandboxUid)) continue;
+      found = true;
+      kill(child, SIGKILL);
+      waitpid(child, nullptr, 0);
+    }
+    if (!found) return;
+  }
+}
+
+// The runner is not dumpable while a child runs: a process of its own uid cannot read its
+// memory through /proc/PID/mem or attach to it. Restored afterwards, for debuggers.
+class NotDumpable {
+ public:
+  NotDumpable() : before_(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)) { prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+  ~NotDumpable() {
+    if (before_ > 0) prctl(PR_SET_DUMPABLE, before_, 0, 0, 0);
+  }
+  NotDumpable(const NotDumpable&) = delete;
+
+ private:
+  int before_;
+};
 
 }  // namespace
 
@@ -94,7 +237,22 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
     close(outPipe[1]);
     return SystemError(fmt::format("pipe: {}", std::strerror(errno)));
   }
+  const SandboxPlan& sandbox = CurrentSandbox();
+  std::optional<PrivateHarness> privateCopy;
+  if (sandbox.dropPrivileges) {
+    auto copied = PrivateHarness::Copy(harnessPath);
+    if (!copied.ok()) {
+      for (int fd : {outPipe[0], outPipe[1], errPipe[0], errPipe[1]}) close(fd);
+      return copied.error();
+    }
+    privateCopy.emplace(std::move(copied).value());
+  }
+  const std::string& executable = privateCopy ? privateCopy->path() : harnessPath;
   const std::string fdArgument = std::to_string(kRegionFd);
+  const NotDumpable notDumpable;
+  static const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+  (void)subreaper;
+  const pid_t runner = getpid();
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork();
   if (pid < 0) {
@@ -102,7 +260,7 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
     for (int fd : {outPipe[0], outPipe[1], errPipe[0], errPipe[1]}) close(fd);
     return SystemError(fmt::format("fork: {}", std::strerror(e)));
   }
-  if (pid == 0) ExecChild(harnessPath, region.fd(), outPipe[1], errPipe[1], fdArgument);
+  if (pid == 0) ExecChild(executable, region.fd(), outPipe[1], errPipe[1], fdArgument, sandbox, limits.wallSeconds, runner);
   setpgid(pid, pid);  // also from this side, so the group exists before any kill
   close(outPipe[1]);
   close(errPipe[1]);
@@ -135,6 +293,7 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
   Drain(outFd, outcome.stdoutText, limits.keepOutputBytes);
   Drain(errFd, outcome.stderrText, limits.keepOutputBytes);
   kill(-pid, SIGKILL);
+  KillLeftovers(sandbox);
   if (outFd >= 0) close(outFd);
   if (errFd >= 0) close(errFd);
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "renderers.h"
+#include "../isolation/sandbox.h"
 
 namespace wb {
 namespace {
@@ -59,6 +60,9 @@ std::string RenderJson(const RunReport& r) {
       {"compiler_output", r.status == RunStatus::kCompileError ? json(r.compilerOutput) : json(nullptr)},
       {"cases", json::array()},
   };
+  // What protected the runner from the code it ran (runner/isolation/sandbox.h).
+  const SandboxPlan& sandbox = CurrentSandbox();
+  root["sandbox"] = {{"in_force", sandbox.inForce}, {"missing", sandbox.missing}};
   for (const auto& c : r.cases) {
     json jc = {
         {"name", c.name},
