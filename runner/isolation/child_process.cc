@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -80,8 +81,11 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
   setpgid(0, 0);
   SetLimit(RLIMIT_CORE, 0, 0);  // a crash must not leave a core file in the student's tree
   SetLimit(RLIMIT_FSIZE, kChildFileBytes, kChildFileBytes);
-  const rlim_t cpu = static_cast<rlim_t>(std::ceil(wallSeconds)) + 1;
-  SetLimit(RLIMIT_CPU, cpu, cpu + 1);  // SIGXCPU, then SIGKILL: a backstop behind the wall clock
+  // CPU time is summed over threads, so the backstop behind the wall clock allows every core
+  // for the whole time limit (stage 3+ code runs OpenMP); then SIGXCPU, then SIGKILL.
+  const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  const rlim_t cpu = static_cast<rlim_t>(std::ceil(wallSeconds * static_cast<double>(cores))) + 1;
+  SetLimit(RLIMIT_CPU, cpu, cpu + 1);
   dup2(outFd, STDOUT_FILENO);
   dup2(errFd, STDERR_FILENO);
   if (regionFd != kRegionFd) {
@@ -101,8 +105,9 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
     }
     if (chdir("/") != 0) _exit(shm::kExecFailedExit);  // the runner's folder is not the child's
   }
-  // After the uid change, which clears both: no set-uid program can give privileges back, and
-  // the child ends with the runner (checking the runner is still there closes the race).
+  // No set-uid program can give privileges back; and the child ends with the runner. Both come
+  // after the uid change, which would clear the parent-death signal; checking that the runner
+  // is still there closes the race with its death.
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(shm::kExecFailedExit);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != runner) _exit(shm::kExecFailedExit);
   char* argv[] = {const_cast<char*>(harness.c_str()), const_cast<char*>(fdArgument.c_str()), nullptr};

@@ -11,7 +11,7 @@ const SandboxPlan& CurrentSandbox() {
     p.inForce = {
         "stdin is /dev/null",
         "no core files",
-        "a CPU-time and a file-size limit, set before the harness starts",
+        "a CPU-time limit (every core for the time limit) and a 1 MiB file-size limit, set before the harness starts",
         "no new privileges (no set-uid programs)",
         "the child is killed if the runner dies",
         "the runner cannot be traced or read while a child runs (not dumpable)",
