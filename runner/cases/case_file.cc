@@ -1,6 +1,7 @@
 #include "case_file.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -115,6 +116,11 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
         return fail(fmt::format("{}.{} is {}; it must be a finite {} number", named, key, value,
                                 isPoints ? "non-negative" : "positive"));
       }
+      // A grade is a sum of points: a bound keeps a case file from making any one case, or
+      // the total, beyond what a gradebook shows (or beyond a double's integers).
+      if (isPoints && value > kMaxCasePoints) {
+        return fail(fmt::format("{}.points is {}; at most {} points a case", named, value, kMaxCasePoints));
+      }
       if (std::string(key) == "x_scale") spec.xScale = value;
       if (std::string(key) == "w_scale") spec.wScale = value;
       if (isPoints) spec.points = value;
@@ -136,6 +142,11 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
 }
 
 Expected<CaseFile> LoadCaseFile(const std::string& path, const StageTable& stages) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return BadUsage(fmt::format("{}: is a folder; --cases takes one case file, such as {}", path,
+                                (std::filesystem::path(path) / "visible.json").string()));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return BadUsage(fmt::format("{}: cannot open the case file", path));
   std::ostringstream text;

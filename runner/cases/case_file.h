@@ -6,7 +6,7 @@
 //               "x_scale": 1.0, "w_scale": 1.0,      optional, default 1
 //               "hidden": false,                     optional: report pass/fail and error size only
 //               "slow": false,                       optional: part of the full pass only (below)
-//               "points": 1.0,                       optional: points per checkpoint (graders)
+//               "points": 1.0,                       optional: points per checkpoint (graders), 0 to 1000
 //               "description": "..."}]}              optional: what the case is for
 // A stage's visible suite is run in two passes by a plain `check N` (runner/engine/check.h):
 // the quick pass (every case not marked slow) on every check, then the full pass (the slow
@@ -28,6 +28,9 @@
 #include "../stages/stage_table.h"
 
 namespace wb {
+
+// The most points one checkpoint of a case may be worth.
+constexpr double kMaxCasePoints = 1000;
 
 struct CaseSpec {
   std::string name;

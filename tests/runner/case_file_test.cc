@@ -2,6 +2,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "runner/cases/case_file.h"
@@ -90,4 +91,23 @@ TEST_CASE("a missing case file is a usage error naming it") {
   REQUIRE(!loaded.ok());
   CHECK(loaded.error().kind == wb::ErrorKind::kBadUsage);
   CHECK(loaded.error().message == "/nonexistent/suite.json: cannot open the case file");
+}
+
+TEST_CASE("a folder given as the case file is a usage error that says so") {
+  const std::string folder = std::filesystem::temp_directory_path().string();
+  auto loaded = wb::LoadCaseFile(folder, wbtest::Stages());
+  REQUIRE(!loaded.ok());
+  CHECK(loaded.error().kind == wb::ErrorKind::kBadUsage);
+  CHECK(loaded.error().message.rfind(folder + ": is a folder; --cases takes one case file, such as ", 0) == 0);
+}
+
+TEST_CASE("points are bounded") {
+  auto parse = [](const std::string& points) {
+    return wb::ParseCaseFile(R"({"stage": 1, "cases": [{"name": "a", "T": 2, "seed": 1, "points": )" + points + "}]}",
+                             "s.json", wbtest::Stages());
+  };
+  CHECK(parse("1000").ok());
+  auto tooMany = parse("1e9");
+  REQUIRE(!tooMany.ok());
+  CHECK(tooMany.error().message.find("s.json: cases[0] ('a').points is 1000000000; at most 1000 points a case") != std::string::npos);
 }
