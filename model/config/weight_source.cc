@@ -6,10 +6,10 @@
 #include "model/config/hf_config.h"
 #include "model/config/hf_names.h"
 #include "model/config/model_path.h"
+#include "model/files/printable.h"
 
 namespace wb::model {
 
-std::string ShapeText(std::span<const uint64_t> shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 Status WeightMatrix::ReadRows(uint64_t first, uint64_t count, std::span<float> out) const {
   if (first > rows || count > rows - first) {

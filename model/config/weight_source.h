@@ -83,7 +83,4 @@ class WeightSource {
   std::optional<SafetensorsCheckpoint> safetensors_;
 };
 
-// "[a, b, c]".
-std::string ShapeText(std::span<const uint64_t> shape);
-
 }  // namespace wb::model

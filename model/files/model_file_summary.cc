@@ -2,7 +2,6 @@
 #include "model_file_summary.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -45,25 +44,11 @@ std::string ArrayText(const GgufArray& array, size_t depth) {
   return text + "]";
 }
 
-// JSON has no NaN or infinity (RFC 8259, section 6), and nlohmann writes them as null, which
-// reads back as "no value". They are written as the strings "inf", "-inf" and "nan" instead,
-// and a NaN other than the default quiet one, or a negative one, as "nan(0x7fc00001)" with
-// its bits (8 hex digits for f32, 16 for f64), so every value reads back exactly.
-Json NonFiniteJson(double value, GgufValueType type) {
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  if (type == GgufValueType::kF32) {
-    const uint32_t bits = std::bit_cast<uint32_t>(static_cast<float>(value));
-    return bits == 0x7FC00000u ? std::string("nan") : fmt::format("nan(0x{:08x})", bits);
-  }
-  const uint64_t bits = std::bit_cast<uint64_t>(value);
-  return bits == 0x7FF8000000000000ull ? std::string("nan") : fmt::format("nan(0x{:016x})", bits);
-}
-
 Json ScalarJson(const GgufScalar& scalar, GgufValueType type) {
   if (const auto* u = std::get_if<uint64_t>(&scalar)) return *u;
   if (const auto* i = std::get_if<int64_t>(&scalar)) return *i;
   if (const auto* d = std::get_if<double>(&scalar)) {
-    if (!std::isfinite(*d)) return NonFiniteJson(*d, type);
+    if (!std::isfinite(*d)) return NonFiniteName(*d, type == GgufValueType::kF32);  // JSON has no inf or NaN
     return type == GgufValueType::kF32 ? Json(static_cast<float>(*d)) : Json(*d);
   }
   if (const auto* b = std::get_if<bool>(&scalar)) return *b;
@@ -85,12 +70,6 @@ Json ArrayJson(const GgufArray& array, size_t depth) {
 
 std::string DumpJson(const Json& json) {
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-}
-
-std::string DimsText(const std::vector<uint64_t>& dims) {
-  std::string text = "[";
-  for (size_t i = 0; i < dims.size(); ++i) text += fmt::format("{}{}", i ? ", " : "", dims[i]);
-  return text + "]";
 }
 
 // Rows of text cells printed as left-aligned columns (numbers right-aligned).
@@ -187,7 +166,7 @@ std::string DescribeGgufText(const GgufFile& file) {
   Table tensors({"name", "type", "ne", "shape", "bytes", "offset"}, {false, false, false, false, true, true});
   std::map<std::string, TypeTotal> byType;
   for (const GgufTensorInfo& t : file.tensors()) {
-    tensors.Add({Printable(t.name), std::string(TensorTypeName(t.type)), DimsText(t.ne), DimsText(Reversed(t.ne)),
+    tensors.Add({Printable(t.name), std::string(TensorTypeName(t.type)), ShapeText(t.ne), ShapeText(Reversed(t.ne)),
                  fmt::format("{}", t.byteSize), fmt::format("{}", t.offset)});
     TypeTotal& total = byType[std::string(TensorTypeName(t.type))];
     ++total.tensors;
@@ -258,7 +237,7 @@ std::string DescribeSafetensorsText(const SafetensorsCheckpoint& checkpoint) {
   for (const std::string& name : checkpoint.TensorNames()) {
     const auto found = checkpoint.Find(name);
     const SafetensorsTensorInfo& t = *found.tensor;
-    std::vector<std::string> row = {Printable(t.name), std::string(SafetensorsDtypeName(t.dtype)), DimsText(t.shape),
+    std::vector<std::string> row = {Printable(t.name), std::string(SafetensorsDtypeName(t.dtype)), ShapeText(t.shape),
                                     fmt::format("{}", t.end - t.begin), fmt::format("{}", t.begin)};
     if (manyFiles) row.push_back(found.file->name());
     tensors.Add(std::move(row));

@@ -1,6 +1,8 @@
 // Escaping of untrusted text for messages; see printable.h.
 #include "printable.h"
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -68,6 +70,18 @@ std::string Printable(std::string_view text, size_t maxBytes) {
   }
   if (end < text.size()) out += "...";
   return out;
+}
+
+std::string ShapeText(std::span<const uint64_t> shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+std::string NonFiniteName(double value, bool isF32) {
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  if (isF32) {
+    const uint32_t bits = std::bit_cast<uint32_t>(static_cast<float>(value));
+    return bits == 0x7FC00000u ? "nan" : fmt::format("nan(0x{:08x})", bits);
+  }
+  const uint64_t bits = std::bit_cast<uint64_t>(value);
+  return bits == 0x7FF8000000000000ull ? "nan" : fmt::format("nan(0x{:016x})", bits);
 }
 
 }  // namespace wb

@@ -53,12 +53,6 @@ const DtypeInfo& InfoOf(SafetensorsDtype dtype) {
   return kDtypes[0];  // unreachable: every enumerator is in the table
 }
 
-std::string ShapeText(const std::vector<uint64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += fmt::format("{}{}", i ? ", " : "", shape[i]);
-  return text + "]";
-}
-
 // A JSON number that is a non-negative integer, as u64.
 bool AsUnsigned(const Json& value, uint64_t& out) {
   if (value.is_number_unsigned()) {

@@ -13,7 +13,6 @@
 // shortest decimal that reads back as the same f32, and a non-finite one is the string "inf",
 // "-inf" or "nan" (with its bits when it is not the default quiet NaN), as in the metadata.
 // A name the file does not hold is exit 2, naming the file and the tensor.
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -142,15 +141,9 @@ Expected<Dump> DumpModelFile(const std::string& path) {
 
 // A value as JSON text: shortest round-trip decimal, or a string for inf and NaN.
 std::string ValueJson(float value) {
-  if (std::isinf(value)) return value > 0 ? "\"inf\"" : "\"-inf\"";
-  if (std::isnan(value)) {
-    const uint32_t bits = std::bit_cast<uint32_t>(value);
-    return bits == 0x7FC00000u ? "\"nan\"" : fmt::format("\"nan(0x{:08x})\"", bits);
-  }
+  if (!std::isfinite(value)) return fmt::format("\"{}\"", NonFiniteName(value, /*isF32=*/true));
   return fmt::format("{}", value);
 }
-
-std::string ShapeText(const std::vector<uint64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 // The tensors' values, from whichever reader opens PATH.
 Expected<std::string> DumpTensorValues(const std::string& path, const std::vector<std::string>& names, bool json) {
