@@ -1,10 +1,15 @@
+// The student's stage file compiled in the compiler's sandbox, cached by content; see
+// student_build.h.
 #include "student_build.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,12 +17,18 @@
 #include <fmt/format.h>
 
 #include "../../common/fnv1a.h"
+#include "../isolation/sandbox.h"
 #include "process.h"
 
 namespace wb {
 namespace {
 
 namespace fsys = std::filesystem;
+
+constexpr size_t kShownErrors = 3;                 // errors shown in full; the rest are counted
+constexpr size_t kShownCompilerBytes = 16 * 1024;  // at most this much compiler output
+constexpr uintmax_t kHashedFileBytes = 1 << 20;    // larger files in the stage folder: size and time
+constexpr size_t kKeptBuildsPerName = 3;           // cached builds kept per stage, tree and harness
 
 bool ReadAll(const std::string& path, std::string& out) {
   std::ifstream in(path, std::ios::binary);
@@ -30,58 +41,165 @@ bool ReadAll(const std::string& path, std::string& out) {
 
 uint64_t HashText(const std::string& text, uint64_t hash) { return Fnv1a64(text.data(), text.size(), hash); }
 
+// Every file the compiler may include from a folder (its own folder for the stage file,
+// the contract headers): names and contents, in name order.
+uint64_t HashFolder(const fsys::path& folder, uint64_t key) {
+  std::error_code ec;
+  std::vector<fsys::path> files;
+  for (const auto& entry : fsys::directory_iterator(folder, ec)) {
+    if (entry.is_regular_file(ec)) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    key = HashText(file.string(), key);
+    const uintmax_t size = fsys::file_size(file, ec);
+    std::string text;
+    if (size > kHashedFileBytes) {
+      const auto time = fsys::last_write_time(file, ec).time_since_epoch().count();
+      key = HashText(fmt::format("{} {}", size, time), key);
+    } else if (ReadAll(file.string(), text)) {
+      key = HashText(text, key);
+    }
+  }
+  return key;
+}
+
+// The compiler's messages for a reader: the first kShownErrors errors in full, a count of the
+// rest, at most kShownCompilerBytes; and where an include was not found, what the compiler
+// can see (the same words whether or not such a file exists outside, so that nothing is
+// learnt about the grader's files).
+std::string TrimCompilerOutput(const std::string& output, uint64_t totalBytes) {
+  std::vector<std::string> lines;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  size_t errors = 0;
+  size_t cut = lines.size();
+  bool missingInclude = false;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const bool error = lines[i].find(": error: ") != std::string::npos || lines[i].find(": fatal error: ") != std::string::npos;
+    if (lines[i].find(": fatal error: ") != std::string::npos && lines[i].find("No such file or directory") != std::string::npos) {
+      missingInclude = true;
+    }
+    if (error && ++errors == kShownErrors + 1) cut = i;
+  }
+  std::string text;
+  size_t shownLines = 0;
+  for (; shownLines < cut && text.size() + lines[shownLines].size() < kShownCompilerBytes; ++shownLines) {
+    text += lines[shownLines] + "\n";
+  }
+  if (errors > kShownErrors) {
+    text += fmt::format("[... and {} more errors, not shown: fix the first ones first]\n", errors - kShownErrors);
+  } else if (shownLines < lines.size() || totalBytes > output.size()) {
+    text += fmt::format("[... {} more bytes of compiler output, not shown]\n", totalBytes - std::min<uint64_t>(totalBytes, text.size()));
+  }
+  if (missingInclude) {
+    text += "The compiler sees only the stage file's own folder, the contract headers and the system's headers: "
+            "an #include of anything else is refused.\n";
+  }
+  return text;
+}
+
+// Older builds of the same name, beyond the newest few: a build is never replaced in place,
+// so a check still running one is unaffected.
+void PruneOldBuilds(const fsys::path& cacheDir, const std::string& cacheName) {
+  std::error_code ec;
+  std::vector<std::pair<fsys::file_time_type, fsys::path>> builds;
+  for (const auto& entry : fsys::directory_iterator(cacheDir, ec)) {
+    if (entry.path().filename().string().rfind(cacheName + "-", 0) == 0) {
+      builds.emplace_back(entry.last_write_time(ec), entry.path());
+    }
+  }
+  if (builds.size() <= kKeptBuildsPerName) return;
+  std::sort(builds.begin(), builds.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = kKeptBuildsPerName; i < builds.size(); ++i) fsys::remove(builds[i].second, ec);
+}
+
 }  // namespace
 
 Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std::string& source,
                                           const std::string& harnessLibrary, const std::string& cacheName) {
+  std::error_code ec;
+  const fsys::path sourcePath = fsys::weakly_canonical(fsys::absolute(source), ec);
   std::string sourceText;
-  if (!ReadAll(source, sourceText)) return BadUsage(fmt::format("{}: cannot read the stage file", source));
+  if (ec || !ReadAll(sourcePath.string(), sourceText)) return BadUsage(fmt::format("{}: cannot read the stage file", source));
+  const fsys::path library = fsys::weakly_canonical(fsys::absolute(harnessLibrary), ec);
   std::string libraryBytes;
-  if (!ReadAll(harnessLibrary, libraryBytes)) {
+  if (ec || !ReadAll(library.string(), libraryBytes)) {
     return InternalError(fmt::format("{}: the harness library is missing; run ./workbook again to rebuild it",
                                      harnessLibrary));
   }
-  // The key: everything that changes the executable.
-  uint64_t key = HashText(sourceText, 0xcbf29ce484222325ull);
-  key = HashText(source, key);  // the path appears in debug info and messages
+  // Meson makes thin archives: the library names its objects, which sit in LIBRARY.p.
+  const fsys::path libraryObjects = library.string() + ".p";
+  const bool thinArchive = fsys::is_directory(libraryObjects, ec);
+  const fsys::path contracts = fsys::weakly_canonical(fsys::absolute(setup.contractsDir), ec);
+  // The key: everything that changes the executable, every file the compiler may include
+  // but the system's headers, for which the compiler's own file stands in.
+  uint64_t key = HashFolder(sourcePath.parent_path(), 0xcbf29ce484222325ull);
+  key = HashText(sourcePath.string(), key);  // the path appears in debug info and messages
   key = HashText(libraryBytes, key);
+  if (thinArchive) key = HashFolder(libraryObjects, key);
+  key = HashFolder(contracts, key);
   for (const auto& part : setup.compiler) key = HashText(part, key);
   for (const auto& flag : setup.flags) key = HashText(flag, key);
-  std::error_code ec;
-  std::vector<fsys::path> contractFiles;
-  for (const auto& entry : fsys::directory_iterator(setup.contractsDir, ec)) contractFiles.push_back(entry.path());
-  std::sort(contractFiles.begin(), contractFiles.end());
-  for (const auto& header : contractFiles) {
-    std::string text;
-    if (ReadAll(header.string(), text)) key = HashText(header.string() + text, key);
-  }
 
-  fsys::create_directories(setup.cacheDir, ec);
+  const fsys::path cacheDir = fsys::absolute(setup.cacheDir);
+  fsys::create_directories(cacheDir, ec);
+  if (ec || access(cacheDir.c_str(), W_OK) != 0) {
+    return SystemError(fmt::format("{}: the build cache folder cannot be written: {}", cacheDir.string(),
+                                   ec ? ec.message() : std::strerror(errno)));
+  }
   StudentBinary binary;
-  binary.executable = (fsys::path(setup.cacheDir) / cacheName).string();
-  const std::string keyPath = binary.executable + ".key";
-  const std::string keyText = fmt::format("{:016x}", key);
-  std::string storedKey;
-  if (ReadAll(keyPath, storedKey) && storedKey == keyText && access(binary.executable.c_str(), X_OK) == 0) {
+  binary.executable = (cacheDir / fmt::format("{}-{:016x}", cacheName, key)).string();
+  if (access(binary.executable.c_str(), X_OK) == 0) {
     binary.compiled = true;
     return binary;
   }
 
-  const std::string temporary = fmt::format("{}.{}.partial", binary.executable, getpid());
+  // The compiler writes into a folder of its own, which only it (the sandbox uid, when the
+  // runner is root) may write; the build then moves into the cache under its key.
+  std::string work = (cacheDir / ".compile-XXXXXX").string();
+  if (mkdtemp(work.data()) == nullptr) {
+    return SystemError(fmt::format("{}: cannot make a folder to compile in: {}", cacheDir.string(), std::strerror(errno)));
+  }
+  struct RemoveWork {
+    std::string path;
+    ~RemoveWork() {
+      std::error_code ignored;
+      fsys::remove_all(path, ignored);
+    }
+  } removeWork{work};
+  const SandboxPlan& sandbox = CurrentSandbox();
+  if (sandbox.dropPrivileges && chown(work.c_str(), kSandboxUid, kSandboxGid) != 0) {
+    return SystemError(fmt::format("{}: cannot hand the folder to the compiler's uid: {}", work, std::strerror(errno)));
+  }
+  const std::string output = work + "/harness";
   std::vector<std::string> argv = setup.compiler;
   argv.insert(argv.end(), setup.flags.begin(), setup.flags.end());
-  argv.insert(argv.end(), {"-I", setup.contractsDir, source, harnessLibrary, "-o", temporary});
-  auto ran = RunCommand(argv);
+  argv.insert(argv.end(), {"-I", contracts.string(), sourcePath.string(), library.string(), "-o", output});
+  CompilerView view;
+  view.readOnly = {sourcePath.parent_path().string(), contracts.string(), library.string()};
+  if (thinArchive) view.readOnly.push_back(libraryObjects.string());
+  view.writable = work;
+  const CompileLimits limits;
+  auto ran = RunCompiler(argv, view, limits);
   if (!ran.ok()) return ran.error();
-  binary.diagnostics = ran->output;
-  if (ran->exitStatus != 0) {
-    std::remove(temporary.c_str());
+  binary.diagnostics = TrimCompilerOutput(ran->output, ran->outputBytes);
+  if (ran->timedOut || ran->exitStatus != 0) {
+    if (ran->timedOut) {
+      binary.diagnostics += fmt::format("The compiler was still running after {:.0f} s, its time limit, and was stopped.\n",
+                                        limits.wallSeconds);
+    } else if (ran->exitStatus == 128 + SIGKILL || ran->exitStatus == 128 + SIGXCPU) {
+      binary.diagnostics += "The compiler was stopped at its CPU-time limit.\n";
+    }
     binary.compiled = false;
     return binary;
   }
-  fsys::rename(temporary, binary.executable, ec);
+  if (sandbox.dropPrivileges && chown(output.c_str(), geteuid(), getegid()) != 0) {
+    return SystemError(fmt::format("{}: cannot take the build back from the compiler's uid: {}", output, std::strerror(errno)));
+  }
+  fsys::rename(output, binary.executable, ec);
   if (ec) return SystemError(fmt::format("{}: cannot move the new build into place: {}", binary.executable, ec.message()));
-  std::ofstream(keyPath, std::ios::trunc) << keyText;
+  PruneOldBuilds(cacheDir, cacheName);
   binary.compiled = true;
   return binary;
 }

@@ -20,12 +20,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "confinement.h"
 #include "sandbox.h"
 
 namespace wb {
@@ -72,19 +73,42 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
   setrlimit(resource, &limit);
 }
 
+// The environment the child sees: not the runner's (which may hold an instructor's tokens),
+// only what the harness and its libraries read. LeakSanitizer stops the world with ptrace,
+// which the seccomp filter refuses, so a sanitized harness runs without leak checks.
+std::vector<std::string> ChildEnvironment() {
+  std::vector<std::string> env = {"PATH=/usr/bin:/bin", "LC_ALL=C.UTF-8"};
+  for (const char* name : {"OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "UBSAN_OPTIONS", "ASAN_OPTIONS"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr && std::string_view(name) != "ASAN_OPTIONS") continue;
+    std::string entry = fmt::format("{}={}", name, value == nullptr ? "" : value);
+    if (std::string_view(name) == "ASAN_OPTIONS") entry += value == nullptr || *value == '\0' ? "detect_leaks=0" : ":detect_leaks=0";
+    env.push_back(std::move(entry));
+  }
+  return env;
+}
+
 // Everything here runs in the forked child before exec, so it binds the harness's static
 // constructors and the student's too. A step that fails ends the child before any student
 // code runs (kExecFailedExit): a sandbox half applied is not a sandbox.
-[[noreturn]] void ExecChild(const std::string& harness, int regionFd, int outFd, int errFd,
-                            const std::string& fdArgument, const SandboxPlan& sandbox, double wallSeconds,
-                            pid_t runner) {
+struct ChildSetup {
+  std::string harness;     // the private copy, at the same path inside the view
+  std::string scratch;     // an empty folder for the view's root
+  std::string fdArgument;  // the region's descriptor number, as text
+  std::vector<std::string> environment;
+  double wallSeconds = 0;
+  uint64_t addressSpaceBytes = 0;  // 0: none before exec
+  pid_t runner = 0;
+};
+
+[[noreturn]] void ExecChild(const ChildSetup& setup, int regionFd, int outFd, int errFd, const SandboxPlan& sandbox) {
   setpgid(0, 0);
   SetLimit(RLIMIT_CORE, 0, 0);  // a crash must not leave a core file in the student's tree
   SetLimit(RLIMIT_FSIZE, kChildFileBytes, kChildFileBytes);
   // CPU time is summed over threads, so the backstop behind the wall clock allows every core
   // for the whole time limit (stage 3+ code runs OpenMP); then SIGXCPU, then SIGKILL.
   const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-  const rlim_t cpu = static_cast<rlim_t>(std::ceil(wallSeconds * static_cast<double>(cores))) + 1;
+  const rlim_t cpu = static_cast<rlim_t>(std::ceil(setup.wallSeconds * static_cast<double>(cores))) + 1;
   SetLimit(RLIMIT_CPU, cpu, cpu + 1);
   dup2(outFd, STDOUT_FILENO);
   dup2(errFd, STDERR_FILENO);
@@ -96,6 +120,11 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
   const int stdinFd = open("/dev/null", O_RDONLY);
   if (stdinFd >= 0) dup2(stdinFd, STDIN_FILENO);
   for (int fd = kRegionFd + 1; fd < 1024; ++fd) close(fd);
+  if (sandbox.namespaces) {
+    FilesystemView view = SystemView();
+    view.readOnly.push_back(setup.harness);
+    if (!EnterNamespaces(view, setup.scratch, sandbox.dropPrivileges)) _exit(shm::kExecFailedExit);
+  }
   if (sandbox.dropPrivileges) {
     SetLimit(RLIMIT_NPROC, kChildProcesses, kChildProcesses);
     // Groups first, then the gid, then the uid: once the uid is gone, nothing else can change.
@@ -103,22 +132,29 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
         setresuid(kSandboxUid, kSandboxUid, kSandboxUid) != 0) {
       _exit(shm::kExecFailedExit);
     }
-    if (chdir("/") != 0) _exit(shm::kExecFailedExit);  // the runner's folder is not the child's
   }
+  if (chdir("/") != 0) _exit(shm::kExecFailedExit);  // the runner's folder is not the child's
   // No set-uid program can give privileges back; and the child ends with the runner. Both come
   // after the uid change, which would clear the parent-death signal; checking that the runner
   // is still there closes the race with its death.
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(shm::kExecFailedExit);
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != runner) _exit(shm::kExecFailedExit);
-  char* argv[] = {const_cast<char*>(harness.c_str()), const_cast<char*>(fdArgument.c_str()), nullptr};
-  execv(harness.c_str(), argv);
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != setup.runner) _exit(shm::kExecFailedExit);
+  if (!ApplySeccomp(SignalPolicy::kSignalOwnGroupOnly)) _exit(shm::kExecFailedExit);
+  // Last, so that nothing above runs out of room: the memory limit binds static constructors.
+  if (setup.addressSpaceBytes > 0) SetLimit(RLIMIT_AS, setup.addressSpaceBytes, setup.addressSpaceBytes);
+  std::vector<char*> env;
+  for (const std::string& entry : setup.environment) env.push_back(const_cast<char*>(entry.c_str()));
+  env.push_back(nullptr);
+  char* argv[] = {const_cast<char*>(setup.harness.c_str()), const_cast<char*>(setup.fdArgument.c_str()), nullptr};
+  execve(setup.harness.c_str(), argv, env.data());
   _exit(shm::kExecFailedExit);  // reported as a workbook failure
 }
 
 // The harness, copied where the sandbox uid may execute it and nobody else may write: a fresh
-// root-owned folder (0711) under the system's temporary directory, removed after the run.
-// The workbook's own folder may be private to root; and a copy per run means no other check
-// of the same tree can swap the binary under this one.
+// folder (0711) under the system's temporary directory, removed after the run, with an empty
+// folder beside the copy that the child's filesystem view is built in. The workbook's own
+// folder may be private to root; and a copy per run means no other check of the same tree can
+// swap the binary under this one.
 class PrivateHarness {
  public:
   static Expected<PrivateHarness> Copy(const std::string& harness) {
@@ -130,7 +166,8 @@ class PrivateHarness {
     PrivateHarness copy;
     copy.folder_ = pattern;
     copy.path_ = pattern + "/harness";
-    if (chmod(pattern.c_str(), 0711) != 0 ||
+    copy.scratch_ = pattern + "/view";
+    if (chmod(pattern.c_str(), 0711) != 0 || mkdir(copy.scratch_.c_str(), 0700) != 0 ||
         !std::filesystem::copy_file(harness, copy.path_, std::filesystem::copy_options::overwrite_existing, ec) ||
         chmod(copy.path_.c_str(), 0755) != 0) {
       return SystemError(fmt::format("cannot copy {} for the sandboxed child: {}", harness,
@@ -138,7 +175,8 @@ class PrivateHarness {
     }
     return copy;
   }
-  PrivateHarness(PrivateHarness&& other) noexcept : folder_(std::move(other.folder_)), path_(std::move(other.path_)) {
+  PrivateHarness(PrivateHarness&& other) noexcept
+      : folder_(std::move(other.folder_)), path_(std::move(other.path_)), scratch_(std::move(other.scratch_)) {
     other.folder_.clear();
   }
   PrivateHarness(const PrivateHarness&) = delete;
@@ -147,10 +185,11 @@ class PrivateHarness {
     if (!folder_.empty()) std::filesystem::remove_all(folder_, ignored);
   }
   const std::string& path() const { return path_; }
+  const std::string& scratch() const { return scratch_; }
 
  private:
   PrivateHarness() = default;
-  std::string folder_, path_;
+  std::string folder_, path_, scratch_;
 };
 
 // The real uid of process `pid` ("Uid:" of /proc/PID/status, which a process cannot hide by
@@ -243,21 +282,26 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
     return SystemError(fmt::format("pipe: {}", std::strerror(errno)));
   }
   const SandboxPlan& sandbox = CurrentSandbox();
-  std::optional<PrivateHarness> privateCopy;
-  if (sandbox.dropPrivileges) {
-    auto copied = PrivateHarness::Copy(harnessPath);
-    if (!copied.ok()) {
-      for (int fd : {outPipe[0], outPipe[1], errPipe[0], errPipe[1]}) close(fd);
-      return copied.error();
-    }
-    privateCopy.emplace(std::move(copied).value());
+  auto privateCopy = PrivateHarness::Copy(harnessPath);
+  if (!privateCopy.ok()) {
+    for (int fd : {outPipe[0], outPipe[1], errPipe[0], errPipe[1]}) close(fd);
+    return privateCopy.error();
   }
-  const std::string& executable = privateCopy ? privateCopy->path() : harnessPath;
-  const std::string fdArgument = std::to_string(kRegionFd);
+  ChildSetup setup;
+  setup.harness = privateCopy->path();
+  setup.scratch = privateCopy->scratch();
+  setup.fdArgument = std::to_string(kRegionFd);
+  setup.environment = ChildEnvironment();
+  setup.wallSeconds = limits.wallSeconds;
+#ifndef __SANITIZE_ADDRESS__
+  // A sanitized runner runs sanitized harnesses, whose shadow memory no limit on the address
+  // space allows; they go without one (the workbook's own tests only).
+  setup.addressSpaceBytes = region.header().memoryLimitBytes;
+#endif
+  setup.runner = getpid();
   const NotDumpable notDumpable;
   static const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
   (void)subreaper;
-  const pid_t runner = getpid();
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork();
   if (pid < 0) {
@@ -265,7 +309,7 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
     for (int fd : {outPipe[0], outPipe[1], errPipe[0], errPipe[1]}) close(fd);
     return SystemError(fmt::format("fork: {}", std::strerror(e)));
   }
-  if (pid == 0) ExecChild(executable, region.fd(), outPipe[1], errPipe[1], fdArgument, sandbox, limits.wallSeconds, runner);
+  if (pid == 0) ExecChild(setup, region.fd(), outPipe[1], errPipe[1], sandbox);
   setpgid(pid, pid);  // also from this side, so the group exists before any kill
   close(outPipe[1]);
   close(errPipe[1]);

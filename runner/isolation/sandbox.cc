@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include "confinement.h"
+
 namespace wb {
 
 const SandboxPlan& CurrentSandbox() {
@@ -24,10 +28,31 @@ const SandboxPlan& CurrentSandbox() {
       p.missing.push_back(
           "an unprivileged uid: the runner is not root, so the child has the runner's own uid and can signal it");
     }
-    p.missing.push_back("pid, mount, network and IPC namespaces");
-    p.missing.push_back("a filesystem view without the hidden suites, the solutions and the reference");
-    p.missing.push_back("a seccomp filter");
-    p.missing.push_back("an address-space limit before the harness starts (the harness sets it once it runs)");
+    const ConfinementProbe& probe = ProbeConfinement();
+    p.namespaces = probe.namespaces;
+    if (p.namespaces) {
+      p.inForce.push_back(p.dropPrivileges ? "fresh mount, network, IPC and UTS namespaces"
+                                           : "fresh user, mount, network, IPC and UTS namespaces");
+      p.inForce.push_back(
+          "a filesystem view with only the system's programs and libraries and the harness (no workbook tree, no "
+          "hidden suites, no solutions, no report paths) for the child, and the stage folder and contract headers "
+          "for the compiler");
+      p.inForce.push_back("no network");
+    } else {
+      p.missing.push_back(fmt::format("mount, network and IPC namespaces, and with them the filesystem view and no "
+                                      "network: this machine refuses them ({})",
+                                      probe.whyNot));
+    }
+    p.missing.push_back("a pid namespace (the subreaper ends whatever the child leaves behind instead)");
+    p.inForce.push_back(
+        "a seccomp filter: no ptrace, no access to other processes' memory, no signals but to its own process "
+        "group, no sockets but AF_UNIX, no mounts, namespaces, kernel modules, keys, bpf, perf events or io_uring");
+#ifdef __SANITIZE_ADDRESS__
+    p.missing.push_back("an address-space limit (this runner is built with AddressSanitizer, for the workbook's tests)");
+#else
+    p.inForce.push_back("an address-space limit, set before the harness starts");
+#endif
+    p.inForce.push_back("a compile time and memory limit");
     return p;
   }();
   return plan;

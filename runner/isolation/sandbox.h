@@ -7,9 +7,11 @@
 // and cannot do"). When the runner runs as root, the child runs as kSandboxUid/kSandboxGid,
 // a uid no file or login on the system has, with no supplementary groups: it cannot signal,
 // trace or read the memory of the runner, nor write a file the runner or the instructor owns,
-// As an ordinary user the child keeps the runner's uid, and the report says so. Either way
-// the runner is a subreaper, so after each run whatever the child started is killed, however
-// it left the process group (setsid, a double fork), and nothing else is.
+// As an ordinary user the child keeps the runner's uid, and the report says so. Where the
+// kernel allows namespaces (confinement.h), the child and the compiler see only the system's
+// files and what they need; a seccomp filter holds everywhere. Either way the runner is a
+// subreaper, so after each run whatever the child started is killed, however it left the
+// process group (setsid, a double fork), and nothing else is.
 #pragma once
 
 #include <string>
@@ -25,6 +27,7 @@ constexpr gid_t kSandboxGid = 65533;
 
 struct SandboxPlan {
   bool dropPrivileges = false;  // the runner is root, so the child runs as kSandboxUid
+  bool namespaces = false;      // fresh namespaces and a filesystem view (ProbeConfinement)
   std::vector<std::string> inForce;
   std::vector<std::string> missing;
 };

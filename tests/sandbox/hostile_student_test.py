@@ -6,14 +6,20 @@ Usage: hostile_student_test.py WORKBOOK SOLUTION ATTACK
   SOLUTION  solutions/01-block/block.cc
   ATTACK    hostile_student.cc.in, appended to the solution
 
-As root (CI, Gradescope) the child runs as an unprivileged uid: the runner must survive the
-kill, the report written to --output must be the runner's own, the runner's memory must stay
-closed, and the report must say which protections were in force. As an ordinary user the
-runner has fewer protections, and the report must say so; the kill is not attempted there (it
-would succeed), and the test prints what it skipped. Either way the setsid daemon must be dead
-before it can write its file.
+Everywhere the seccomp filter refuses the kill, and the runner's memory stays closed. Where
+the machine allows namespaces, the report path is not in the child's view at all; where it
+does not, as root the child's uid cannot write it, and as an ordinary user nothing stops it
+(the report must say so, and the test prints what it skipped). Either way the report written
+to --output must be the runner's own, the report must say which protections were in force,
+and the setsid daemon must be gone when the check ends.
 """
-import json, os, subprocess, sys, tempfile, time
+import json, os, secrets, subprocess, sys, tempfile, time
+
+def open_comm(pid):
+    try:
+        return open(f"/proc/{pid}/comm").read().strip()
+    except OSError:
+        return ""
 
 def main():
     workbook, solution, attack = sys.argv[1:4]
@@ -31,7 +37,8 @@ def main():
         os.makedirs(stage)
         reports = os.path.join(work, "results")
         os.makedirs(reports, mode=0o755)
-        text = open(solution).read() + "\n" + open(attack).read().replace("@DIR@", work).replace("@KILL@", "1" if root else "0")
+        daemon = "wbd-" + secrets.token_hex(4)
+        text = open(solution).read() + "\n" + open(attack).read().replace("@DIR@", work).replace("@DAEMON@", daemon)
         open(os.path.join(stage, "block.cc"), "w").write(text)
         output = os.path.join(reports, "report.json")
         run = subprocess.run([workbook, "check", "1", "--stages-dir", os.path.join(work, "stages"),
@@ -43,20 +50,29 @@ def main():
               "the report at --output is the runner's own, not the forged one")
         said = report.get("cases", [{}])[0].get("output", "")
         print("  the child said: " + " | ".join(l for l in said.splitlines() if l.startswith("attack:")))
+        check("attack: uid" in said, "the attack ran, and its output reached the report")
         check("attack: open the runner's memory: opened" not in said, "the child could not open the runner's memory")
         sandbox = report.get("sandbox", {})
         check(bool(sandbox.get("in_force")) and "missing" in sandbox, "the report states the protections in force and missing")
+        check("attack: kill the runner: Operation not permitted" in said, "the kill was refused (seccomp)")
+        in_force = " ".join(sandbox.get("in_force", []))
         if root:
             check("attack: uid 65533" in said, "the child ran as uid 65533")
-            check("attack: kill the runner: Operation not permitted" in said, "the kill was refused")
+        if "filesystem view" in in_force:
+            check("attack: forge the report: No such file or directory" in said,
+                  "the report's folder is not in the child's filesystem view")
+        elif root:
             check("attack: forge the report: Permission denied" in said, "the forged report could not be written")
         else:
-            check(any("unprivileged uid" in m for m in sandbox.get("missing", [])),
-                  "as an ordinary user the report says the uid is not dropped")
-            print("skipped: not root, so the kill and the forged report are not protected here "
-                  "(the report says so); CI and Gradescope run as root, where they are checked")
+            check(any("namespaces" in m for m in sandbox.get("missing", [])),
+                  "without namespaces, as an ordinary user, the report says the filesystem view is missing")
+            print("skipped: no namespaces and not root, so nothing keeps the child from the report's folder "
+                  "(the report says so); CI and Gradescope run as root, where it is checked")
+        # The run is over: no process of the daemon's name may be left, and no proof of it.
+        left = [p for p in os.listdir("/proc") if p.isdigit() and open_comm(p) == daemon]
+        check(not left, f"the setsid daemon was gone when the check ended (left: {left})")
         time.sleep(4)
-        check(not os.path.exists(os.path.join(work, "daemon-outlived-the-run")), "the setsid daemon was killed with the run")
+        check(not os.path.exists(os.path.join(work, "daemon-outlived-the-run")), "the daemon wrote nothing afterwards")
     return 1 if failures else 0
 
 if __name__ == "__main__":

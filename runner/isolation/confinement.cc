@@ -1,0 +1,260 @@
+// Namespaces, a filesystem view and a seccomp filter for a child before exec; see
+// confinement.h. The calls are the kernel's own: unshare(2), mount(2), pivot_root(2),
+// user_namespaces(7) for the uid map, and seccomp(2) through libseccomp.
+#include "confinement.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <initializer_list>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace wb {
+namespace {
+
+// The step that failed last in this process, for ProbeConfinement's message.
+const char* g_failedStep = "";
+
+bool Fail(const char* step) {
+  g_failedStep = step;
+  return false;
+}
+
+bool WriteText(const char* path, const std::string& text) {
+  const int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  return written;
+}
+
+// mkdir -p of an absolute path, each new folder 0755.
+bool MakeFolders(const std::string& path) {
+  for (size_t slash = path.find('/', 1); ; slash = path.find('/', slash + 1)) {
+    const std::string prefix = path.substr(0, slash);
+    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    if (slash == std::string::npos) return true;
+  }
+}
+
+std::string Parent(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+}
+
+// A bind mount made read-only. The remount must repeat the flags the kernel locked on the
+// original mount (nosuid, nodev, noexec in a user namespace: mount_namespaces(7)).
+bool RemountReadOnly(const std::string& target) {
+  struct statvfs info {};
+  if (statvfs(target.c_str(), &info) != 0) return false;
+  unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID;
+  if (info.f_flag & ST_NODEV) flags |= MS_NODEV;
+  if (info.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+  if (info.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+  if (info.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+  if (info.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+  return mount(nullptr, target.c_str(), nullptr, flags, nullptr) == 0;
+}
+
+// Makes host `path` visible at the same path under `root`: a link is copied as a link (/lib
+// is one on a merged-/usr system), a folder or a file is bind-mounted. A path the host does
+// not have is left out (not every system has /lib32).
+bool Place(const std::string& path, const std::string& root, bool readOnly) {
+  struct stat info {};
+  if (lstat(path.c_str(), &info) != 0) return errno == ENOENT;
+  const std::string target = root + path;
+  if (!MakeFolders(Parent(target))) return Fail("a folder of the view");
+  if (S_ISLNK(info.st_mode)) {
+    char link[4096];
+    const ssize_t n = readlink(path.c_str(), link, sizeof(link) - 1);
+    if (n < 0) return Fail("readlink");
+    link[n] = '\0';
+    return symlink(link, target.c_str()) == 0 || errno == EEXIST || Fail("symlink");
+  }
+  struct stat existing {};
+  if (lstat(target.c_str(), &existing) != 0) {
+    if (S_ISDIR(info.st_mode)) {
+      if (mkdir(target.c_str(), 0755) != 0) return Fail("mkdir");
+    } else {
+      const int fd = open(target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) return Fail("a mount point");
+      close(fd);
+    }
+  }
+  const unsigned long bind = S_ISDIR(info.st_mode) ? MS_BIND | MS_REC : MS_BIND;
+  if (mount(path.c_str(), target.c_str(), nullptr, bind, nullptr) != 0) return Fail("bind mount");
+  return !readOnly || RemountReadOnly(target) || Fail("read-only remount");
+}
+
+}  // namespace
+
+FilesystemView SystemView() {
+  FilesystemView view;
+  view.readOnly = {"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc"};
+  return view;
+}
+
+bool EnterNamespaces(const FilesystemView& view, const std::string& scratch, bool asRoot) {
+  const uid_t uid = geteuid();
+  const gid_t gid = getegid();
+  int flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+  if (!asRoot) flags |= CLONE_NEWUSER;
+  if (unshare(flags) != 0) return Fail("unshare");
+  if (!asRoot) {
+    // The runner's own uid and gid, mapped to themselves; setgroups must be denied before
+    // an unprivileged process may write its gid map (user_namespaces(7)). A process that is
+    // not dumpable (the runner is not, while a child runs) cannot write its own /proc files,
+    // so the child is dumpable again from here to exec, which resets it anyway.
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return Fail("PR_SET_DUMPABLE");
+    if (!WriteText("/proc/self/setgroups", "deny") || !WriteText("/proc/self/uid_map", fmt::format("{0} {0} 1", uid)) ||
+        !WriteText("/proc/self/gid_map", fmt::format("{0} {0} 1", gid))) {
+      return Fail("the user namespace's uid map");
+    }
+  }
+  // Nothing mounted from here on reaches the runner's namespace.
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return Fail("a private mount tree");
+  if (mount("tmpfs", scratch.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") != 0) {
+    return Fail("the view's root");
+  }
+  // A private /tmp first, so that paths of the view under /tmp land inside it.
+  const std::string tmp = scratch + "/tmp";
+  if (mkdir(tmp.c_str(), 01777) != 0 ||
+      mount("tmpfs", tmp.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777") != 0) {
+    return Fail("a private /tmp");
+  }
+  for (const std::string& path : view.readOnly) {
+    if (!Place(path, scratch, true)) return false;
+  }
+  for (const std::string& path : view.writable) {
+    if (!Place(path, scratch, false)) return false;
+  }
+  for (const char* device : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}) {
+    if (!Place(device, scratch, false)) return false;
+  }
+  // The view becomes "/"; the old root is detached, so no path leads back to it.
+  const std::string oldRoot = scratch + "/.old-root";
+  if (mkdir(oldRoot.c_str(), 0700) != 0) return Fail("mkdir of the old root");
+  if (syscall(SYS_pivot_root, scratch.c_str(), oldRoot.c_str()) != 0) return Fail("pivot_root");
+  if (chdir("/") != 0 || umount2("/.old-root", MNT_DETACH) != 0 || rmdir("/.old-root") != 0) {
+    return Fail("detaching the old root");
+  }
+  if (mount(nullptr, "/", nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr) != 0) {
+    return Fail("a read-only root");
+  }
+  return true;
+}
+
+const ConfinementProbe& ProbeConfinement() {
+  static const ConfinementProbe probe = [] {
+    ConfinementProbe p;
+    char scratch[] = "/tmp/wb-probe-XXXXXX";
+    if (mkdtemp(scratch) == nullptr) {
+      p.whyNot = fmt::format("cannot make a folder to try them in: {}", std::strerror(errno));
+      return p;
+    }
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) {
+      rmdir(scratch);
+      p.whyNot = fmt::format("pipe: {}", std::strerror(errno));
+      return p;
+    }
+    const bool asRoot = geteuid() == 0;
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(report[0]);
+      const bool ok = EnterNamespaces(SystemView(), scratch, asRoot);
+      if (!ok) {
+        const std::string why = fmt::format("{}: {}", g_failedStep, std::strerror(errno));
+        (void)!write(report[1], why.data(), why.size());
+      }
+      _exit(ok ? 0 : 1);
+    }
+    close(report[1]);
+    int status = 0;
+    char why[256] = {};
+    if (pid > 0) {
+      (void)!read(report[0], why, sizeof(why) - 1);
+      waitpid(pid, &status, 0);
+    }
+    close(report[0]);
+    rmdir(scratch);
+    p.namespaces = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!p.namespaces) p.whyNot = pid < 0 ? fmt::format("fork: {}", std::strerror(errno)) : std::string(why);
+    return p;
+  }();
+  return probe;
+}
+
+bool ApplySeccomp(SignalPolicy signals) {
+  // An allow-list: every system call number up to kHighestCall is allowed but the refused
+  // ones, and the signalling and socket calls, which are allowed for some arguments only.
+  // A call the filter does not name (a newer one, or any of the x32 and i386 entry points,
+  // which would go around rules made for x86-64 numbers) is refused.
+  constexpr int kHighestCall = 512;
+  static const char* const kRefused[] = {
+      // Other processes' memory and state.
+      "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp", "pidfd_open", "pidfd_getfd",
+      "pidfd_send_signal",
+      // The system's configuration: mounts, namespaces, modules, keys, clocks, power.
+      "mount", "umount", "umount2", "pivot_root", "chroot", "unshare", "setns", "fsopen", "fsmount", "fspick",
+      "move_mount", "open_tree", "mount_setattr", "init_module", "finit_module", "delete_module", "kexec_load",
+      "kexec_file_load", "reboot", "swapon", "swapoff", "acct", "quotactl", "settimeofday", "clock_settime",
+      "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "iopl", "ioperm", "syslog", "add_key", "keyctl",
+      "request_key", "lookup_dcookie", "uselib", "vhangup",
+      // Kernel interfaces a stage function has no use for, and that widen what an attack reaches.
+      "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+      "open_by_handle_at", "name_to_handle_at", "fanotify_init", "move_pages", "migrate_pages",
+      // Allowed below for some arguments only.
+      "socket", "kill", "tgkill", "tkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"};
+  scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+  if (filter == nullptr) return Fail("seccomp_init");
+  seccomp_attr_set(filter, SCMP_FLTATR_CTL_OPTIMIZE, 2);  // a binary tree, not a list of 500 tests
+  bool refused[kHighestCall + 1] = {};
+  for (const char* name : kRefused) {
+    const int number = seccomp_syscall_resolve_name(name);
+    if (number >= 0 && number <= kHighestCall) refused[number] = true;
+  }
+  int failed = 0;
+  for (int number = 0; number <= kHighestCall; ++number) {
+    if (!refused[number]) failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, number, 0);
+  }
+  // The kernel reads these arguments as ints, so only the low 32 bits are compared.
+  const auto is = [](long value) {
+    return SCMP_A0(SCMP_CMP_MASKED_EQ, scmp_datum_t{0xffffffffu}, static_cast<scmp_datum_t>(value) & 0xffffffffu);
+  };
+  // Sockets: AF_UNIX only (no network, even where there is no network namespace).
+  failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, is(AF_UNIX));
+  const int tgkillFamily[] = {SCMP_SYS(tgkill), SCMP_SYS(tkill), SCMP_SYS(rt_sigqueueinfo), SCMP_SYS(rt_tgsigqueueinfo)};
+  if (signals == SignalPolicy::kAny) {
+    failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(kill), 0);
+    for (const int call : tgkillFamily) failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, call, 0);
+  } else {
+    // kill(pid): the child itself or its own process group (0, or -pgid: it leads its
+    // group), nothing else. raise() and signals between the child's threads go through
+    // tgkill and its relatives with the child's own tgid.
+    const pid_t self = getpid();
+    for (const long pid : {long{self}, 0L, -long{self}}) {
+      failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, is(pid));
+    }
+    for (const int call : tgkillFamily) failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, call, 1, is(self));
+  }
+  const bool loaded = failed == 0 && seccomp_load(filter) == 0;
+  seccomp_release(filter);
+  return loaded || Fail("loading the seccomp filter");
+}
+
+}  // namespace wb
