@@ -73,7 +73,7 @@ std::string FindProgram(const std::string& name) {
   }
   if (chdir("/") != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(kCannotStart);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != runner) _exit(kCannotStart);
-  if (!ApplySeccomp(SignalPolicy::kAny)) _exit(kCannotStart);
+  if (sandbox.seccomp && !ApplySeccomp(SignalPolicy::kAny)) _exit(kCannotStart);
   SetCompilerLimit(RLIMIT_AS, limits.memoryBytes);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));

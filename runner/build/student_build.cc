@@ -75,11 +75,13 @@ std::string TrimCompilerOutput(const std::string& output, uint64_t totalBytes) {
   size_t errors = 0;
   size_t cut = lines.size();
   bool missingInclude = false;
+  bool redefinesHarness = false;
   for (size_t i = 0; i < lines.size(); ++i) {
     const bool error = lines[i].find(": error: ") != std::string::npos || lines[i].find(": fatal error: ") != std::string::npos;
     if (lines[i].find(": fatal error: ") != std::string::npos && lines[i].find("No such file or directory") != std::string::npos) {
       missingInclude = true;
     }
+    if (lines[i].find("multiple definition of") != std::string::npos) redefinesHarness = true;
     if (error && ++errors == kShownErrors + 1) cut = i;
   }
   std::string text;
@@ -91,6 +93,10 @@ std::string TrimCompilerOutput(const std::string& output, uint64_t totalBytes) {
     text += fmt::format("[... and {} more errors, not shown: fix the first ones first]\n", errors - kShownErrors);
   } else if (shownLines < lines.size() || totalBytes > output.size()) {
     text += fmt::format("[... {} more bytes of compiler output, not shown]\n", totalBytes - std::min<uint64_t>(totalBytes, text.size()));
+  }
+  if (redefinesHarness) {
+    text += "Your file defines a symbol the harness defines (`main`, or one of its own functions): a stage file "
+            "defines the stage function and its helpers only; the harness is the program around it.\n";
   }
   if (missingInclude) {
     text += "The compiler sees only the stage file's own folder, the contract headers and the system's headers: "
@@ -175,12 +181,17 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   const std::string output = work + "/harness";
   std::vector<std::string> argv = setup.compiler;
   argv.insert(argv.end(), setup.flags.begin(), setup.flags.end());
-  argv.insert(argv.end(), {"-I", contracts.string(), sourcePath.string(), library.string(), "-o", output});
+  // The whole harness library is linked, not just the members the student's object needs,
+  // so a file that defines `main` or any of the harness's own symbols is a link error
+  // ("multiple definition"), never a silent replacement of the harness.
+  argv.insert(argv.end(), {"-I", contracts.string(), sourcePath.string(), "-Wl,--whole-archive", library.string(),
+                           "-Wl,--no-whole-archive", "-o", output});
   CompilerView view;
   view.readOnly = {sourcePath.parent_path().string(), contracts.string(), library.string()};
   if (thinArchive) view.readOnly.push_back(libraryObjects.string());
   view.writable = work;
-  const CompileLimits limits;
+  CompileLimits limits;
+  limits.wallSeconds = setup.wallSeconds;
   auto ran = RunCompiler(argv, view, limits);
   if (!ran.ok()) return ran.error();
   binary.diagnostics = TrimCompilerOutput(ran->output, ran->outputBytes);

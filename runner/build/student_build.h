@@ -19,6 +19,7 @@ struct CompilerSetup {
   std::vector<std::string> flags;
   std::string contractsDir;
   std::string cacheDir;
+  double wallSeconds = 60;  // the compiler's time limit
 };
 
 struct StudentBinary {

@@ -1,6 +1,7 @@
 #include "case_file.h"
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -147,11 +148,18 @@ Expected<CaseFile> LoadCaseFile(const std::string& path, const StageTable& stage
     return BadUsage(fmt::format("{}: is a folder; --cases takes one case file, such as {}", path,
                                 (std::filesystem::path(path) / "visible.json").string()));
   }
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return BadUsage(fmt::format("{}: cannot open the case file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseCaseFile(text.str(), path, stages);
+  // One copy of the file's text, read straight into place and wiped once parsed: a hidden
+  // suite is kept only as the CaseSpecs the run needs, not as text in the runner's memory
+  // while the student's code runs.
+  const std::streamoff size = in.tellg();
+  std::string text(size > 0 ? static_cast<size_t>(size) : 0, '\0');
+  in.seekg(0);
+  if (size < 0 || !in.read(text.data(), size)) return BadUsage(fmt::format("{}: cannot read the case file", path));
+  auto parsed = ParseCaseFile(text, path, stages);
+  explicit_bzero(text.data(), text.size());
+  return parsed;
 }
 
 }  // namespace wb

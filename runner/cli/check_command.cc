@@ -6,6 +6,7 @@
 #include "command.h"
 #include "runner/report/renderers.h"
 #include "runner/engine/check.h"
+#include "runner/isolation/sandbox.h"
 
 namespace wb::cli {
 
@@ -15,6 +16,7 @@ Command AddCheckCommand(CLI::App& app) {
     std::string format = "text";
     std::string output;
     bool verbose = false;
+    bool requireSandbox = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand("check", "Check a stage's buffers against the float64 reference");
@@ -30,11 +32,20 @@ Command AddCheckCommand(CLI::App& app) {
   c->add_option("--stages-dir", o->check.stagesDir, "Check the stage file of another stages/ tree");
   c->add_option("--harness", o->check.harness, "Run a prebuilt child executable (used by the workbook's tests)");
   c->add_option("--weights", o->check.weightsPath, "Use another packed weight file");
+  c->add_option("--compile-time-limit", o->check.compileSeconds, "Seconds the compiler may take (default 60)")
+      ->check(CLI::PositiveNumber);
   c->add_option("--time-limit", o->check.timeLimitSeconds, "Seconds per case, or per call where a case calls your function several times (default: 10, more for long sequences)")
       ->check(CLI::PositiveNumber);
   c->add_option("--memory-limit", o->check.memoryLimitMiB, "MiB your code may allocate (default 1024)")
       ->check(CLI::PositiveNumber);
+  c->add_flag("--require-sandbox", o->requireSandbox,
+              "Refuse to grade unless every protection of the sandbox is in force on this machine");
   return {c, [o]() {
+            if (o->requireSandbox && !CurrentSandbox().missing.empty()) {
+              return ReportError(SystemError(fmt::format(
+                  "--require-sandbox: this machine lacks {} of the sandbox's protections, so nothing was graded: {}",
+                  CurrentSandbox().missing.size(), fmt::join(CurrentSandbox().missing, "; "))));
+            }
             auto report = RunCheck(o->check, DefaultPaths());
             if (!report.ok()) return ReportError(report.error());
             TextStyle style = o->output.empty() ? DetectTextStyle() : TextStyle{};

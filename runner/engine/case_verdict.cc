@@ -1,5 +1,7 @@
 #include "case_verdict.h"
 
+#include <fmt/format.h>
+
 namespace wb {
 
 void Conclude(const CaseFindings& f, CaseReport& report) {
@@ -18,6 +20,12 @@ void Conclude(const CaseFindings& f, CaseReport& report) {
     report.status = CaseStatus::kNotImplemented;
   } else {
     report.status = report.firstFailure ? CaseStatus::kFail : CaseStatus::kPass;
+  }
+  if (f.leftoverProcesses > 0) {
+    report.notes.push_back(fmt::format("your code left {} process{} running after it ended (a fork, a daemon); the "
+                                       "runner killed {} before checking anything",
+                                       f.leftoverProcesses, f.leftoverProcesses == 1 ? "" : "es",
+                                       f.leftoverProcesses == 1 ? "it" : "them"));
   }
   if (f.outputFlood.empty()) return;
   if (report.status == CaseStatus::kPass || report.status == CaseStatus::kNotImplemented) {

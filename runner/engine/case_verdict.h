@@ -29,6 +29,7 @@ struct CaseFindings {
   std::vector<std::string> canaryNotes;  // writes in front of a buffer, in order
   bool allUnwritten = true;              // no call wrote one element of a checked buffer
   std::string outputFlood;               // DescribeOutputFlood of the first call that flooded
+  size_t leftoverProcesses = 0;          // processes the calls left running (all killed)
 };
 
 // Sets report.status, headline, notes and firstFailure from the findings and checkpoints.

@@ -68,6 +68,7 @@ Expected<Implementation> PrepareImplementation(const CheckOptions& o, const Stag
   setup.flags.insert(setup.flags.end(), stage.compileFlags.begin(), stage.compileFlags.end());
   setup.contractsDir = paths.Source("contracts");
   setup.cacheDir = paths.Build("student");
+  setup.wallSeconds = o.compileSeconds;
   // One cached build per stage, per tree and per harness (the check's or the bench's), so
   // graders can check many trees at once and a bench does not undo a check's build.
   const std::string tree = fsys::absolute(stagesDir).lexically_normal().string();
@@ -149,6 +150,9 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
       if (o.showHidden) spec.hidden = false;
       context.limits.wallSeconds = o.timeLimitSeconds > 0 ? o.timeLimitSeconds : driver->DefaultTimeLimit(spec);
       auto ran = RunCase(*driver, spec, context);
+      if (!ran.ok() && ran.error().kind == ErrorKind::kBadData) {
+        return BadData(fmt::format("{}: {}", casesPath, ran.error().message));  // which file holds the case
+      }
       if (!ran.ok()) return ran.error();
       report.cases.push_back(std::move(*ran));
     }

@@ -33,6 +33,7 @@ struct CheckOptions {
   std::string weightsPath;    // default: the stage's own data files
   double timeLimitSeconds = 0;  // 0: the stage's default
   uint64_t memoryLimitMiB = 1024;
+  double compileSeconds = 60;   // the compiler's wall-clock limit
 };
 
 Expected<RunReport> RunCheck(const CheckOptions& options, const WorkbookPaths& paths);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -97,6 +98,20 @@ ChainResult CheckChain(std::span<const CheckpointDescriptor> descriptors, double
     result.checkpoints.push_back(std::move(cp));
   }
   return result;
+}
+
+Status RequireFiniteReference(std::string_view caseName, std::string_view buffer, std::span<const double> values) {
+  // The student computes in float: a reference value beyond the largest float is as
+  // ungradable as an inf.
+  constexpr double kLargestFloat = std::numeric_limits<float>::max();
+  const auto bad = std::ranges::find_if(values, [](double v) { return !(std::fabs(v) <= kLargestFloat); });
+  if (bad == values.end()) return Status::Ok();
+  const std::string what = std::isnan(*bad)   ? "a NaN"
+                           : std::isinf(*bad) ? "an inf"
+                                              : fmt::format("{:.3g}, beyond the largest float,", *bad);
+  return BadData(fmt::format("case {}: the float64 reference's {} holds {} at element {}: the case's scales are too "
+                             "large to grade anything; make w_scale or x_scale smaller",
+                             caseName, buffer, what, bad - values.begin()));
 }
 
 CheckpointReport NotReached(std::string name, std::string shape, size_t elements, double points) {

@@ -23,8 +23,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "../../common/expected.h"
 #include "../compare/compare.h"
 #include "../diagnose/misconception.h"
 #include "../diagnose/observations.h"
@@ -65,6 +67,11 @@ struct ChainResult {
 };
 
 ChainResult CheckChain(std::span<const CheckpointDescriptor> descriptors, double points);
+
+// A case whose float64 reference holds an inf, a NaN or a value beyond the largest float
+// grades nothing: its scales are too large for the arithmetic. Bad case data (exit 2),
+// naming the case and the buffer.
+Status RequireFiniteReference(std::string_view caseName, std::string_view buffer, std::span<const double> values);
 
 // Every element written and finite: fit to be the upstream of a local check.
 bool UsableAsUpstream(std::span<const float> values);

@@ -75,7 +75,7 @@ std::string FaultPlace(const ChildOutcome& o, const SharedRegion& region, uint64
                         verbPast, static_cast<uint64_t>(r.faultAddress));
   }
   // The child's own limit also covers the shared region it maps.
-  const uint64_t childLimit = memoryLimitBytes + region.header().totalBytes;
+  const uint64_t childLimit = memoryLimitBytes + region.totalBytes();
   if (memoryLimitBytes > 0 && r.addressSpaceBytes >= childLimit / 10 * 9) {
     place += fmt::format("; the process had used nearly all of its {} MiB memory limit, so an allocation "
                          "probably returned null",
@@ -96,6 +96,12 @@ std::string DescribeEnding(const ChildOutcome& o, const SharedRegion& region, co
                          "or far more work than the case needs",
                          function, timeLimitSeconds);
     case Ending::kExitedEarly:
+      if (o.report.phase < shm::kCalling) {
+        return fmt::format("your code ended the process (exit status {}) before {} was even called: code that runs "
+                           "before main, such as the constructor of a global object, called exit(), quick_exit() or "
+                           "_exit()",
+                           o.exitStatus, function);
+      }
       return fmt::format("your code ended the process (exit status {}) before {} returned: remove the call to "
                          "exit(), quick_exit() or _exit()",
                          o.exitStatus, function);
@@ -103,7 +109,10 @@ std::string DescribeEnding(const ChildOutcome& o, const SharedRegion& region, co
   }
   std::string text = fmt::format("{} crashed with {}", function, SignalName(o.signal));
   const auto& r = o.report;
-  if (r.signal == SIGSEGV || r.signal == SIGBUS) {
+  if ((r.signal == SIGSEGV || r.signal == SIGBUS) && r.faultNearStack) {
+    text += ": a stack overflow: the stack ran out, from a recursion that does not end or a large local array "
+            "(put big buffers in a std::vector instead)";
+  } else if (r.signal == SIGSEGV || r.signal == SIGBUS) {
     text += ": " + FaultPlace(o, region, memoryLimitBytes);
   } else if (r.signal == SIGFPE) {
     text += FpeDetail(r.signalCode);
@@ -130,14 +139,13 @@ std::string DescribeOutputFlood(const ChildOutcome& outcome, uint64_t limitBytes
 
 std::vector<std::string> DescribeCanaryDamage(const SharedRegion& region) {
   std::vector<std::string> notes;
-  const shm::Header& h = region.header();
-  for (uint32_t i = 0; i < h.bufferCount; ++i) {
+  for (uint32_t i = 0; i < region.bufferCount(); ++i) {
     int64_t farthest = 0;
-    const size_t damaged = region.CanaryDamage(h.buffers[i], &farthest);
+    const size_t damaged = region.CanaryDamage(region.slot(i), &farthest);
     if (damaged == 0) continue;
     notes.push_back(fmt::format("your code wrote before the start of {}: memory up to {} in front of element 0 "
                                 "was changed",
-                                h.buffers[i].name, Elements(farthest < 4 ? 4 : farthest)));
+                                region.slot(i).name, Elements(farthest < 4 ? 4 : farthest)));
   }
   return notes;
 }
@@ -145,7 +153,7 @@ std::vector<std::string> DescribeCanaryDamage(const SharedRegion& region) {
 std::string DescribeWritten(SharedRegion& region, std::span<const uint32_t> outputs) {
   std::string text;
   for (uint32_t slot : outputs) {
-    const std::string name = region.header().buffers[slot].name;
+    const std::string name = region.slot(slot).name;
     const auto values = region.SlotFloats(slot);
     size_t written = 0;
     for (float v : values) written += StateOf(v) != ElementState::kUnwritten ? 1 : 0;

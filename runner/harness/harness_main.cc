@@ -64,15 +64,27 @@ void OnFatalSignal(int sig, siginfo_t* info, void* context) {
     r.faultOffset = address - reinterpret_cast<uintptr_t>(g_base);
   }
   r.faultIsWrite = -1;
+  r.faultNearStack = 0;
+  uintptr_t stackPointer = 0;
 #if defined(__x86_64__)
   if (sig == SIGSEGV && context != nullptr) {
     // Bit 1 of the page-fault error code is set for a write access.
     const auto* uc = static_cast<const ucontext_t*>(context);
     r.faultIsWrite = (uc->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
+    stackPointer = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
   }
+#elif defined(__aarch64__)
+  if (context != nullptr) stackPointer = static_cast<const ucontext_t*>(context)->uc_mcontext.sp;
 #else
   (void)context;
 #endif
+  // A fault this close to the interrupted stack pointer, outside the region, is the stack
+  // running into its guard page: a stack overflow (deep recursion, a huge local array).
+  constexpr uintptr_t kStackReach = 64 * 1024;
+  if ((sig == SIGSEGV || sig == SIGBUS) && stackPointer != 0 && !r.faultInRegion &&
+      address + kStackReach >= stackPointer && address <= stackPointer + kStackReach) {
+    r.faultNearStack = 1;
+  }
   r.addressSpaceBytes = AddressSpaceBytes();
   // Die of the same signal, so the runner sees how the child ended.
   signal(sig, SIG_DFL);

@@ -32,7 +32,8 @@
 namespace wb {
 namespace {
 
-constexpr int kRegionFd = 3;  // the descriptor number the child finds the region on
+constexpr int kRegionFd = 3;        // the descriptor number the child finds the region on
+constexpr int kExecReportFd = 4;    // close-on-exec: a step before exec that fails says so here
 
 // Appends to a trimmed capture: the first `keep` bytes, and a rolling last `keep` bytes.
 void Capture(CapturedOutput& out, const char* data, size_t n, size_t keep) {
@@ -101,7 +102,26 @@ struct ChildSetup {
   pid_t runner = 0;
 };
 
-[[noreturn]] void ExecChild(const ChildSetup& setup, int regionFd, int outFd, int errFd, const SandboxPlan& sandbox) {
+// A step before exec failed: the runner reads why from the close-on-exec pipe, so it never
+// mistakes this for anything the student's code did (which can exit with any status).
+[[noreturn]] void Refuse(const char* step) {
+  const std::string why = fmt::format("{}: {}", step, std::strerror(errno));
+  (void)!write(kExecReportFd, why.data(), why.size());
+  _exit(shm::kExecFailedExit);
+}
+
+[[noreturn]] void ExecChild(const ChildSetup& setup, int regionFd, int outFd, int errFd, int execFd,
+                            const SandboxPlan& sandbox) {
+  // The region's and the report's descriptors move out of the way first, then to their
+  // numbers: no dup2 below can overwrite one still needed.
+  const int highRegion = fcntl(regionFd, F_DUPFD, 100);
+  const int highExec = fcntl(execFd, F_DUPFD_CLOEXEC, 100);
+  if (highRegion < 0 || highExec < 0 || dup2(highExec, kExecReportFd) != kExecReportFd ||
+      fcntl(kExecReportFd, F_SETFD, FD_CLOEXEC) != 0) {
+    const char why[] = "moving the descriptors";
+    (void)!write(execFd, why, sizeof why - 1);
+    _exit(shm::kExecFailedExit);
+  }
   setpgid(0, 0);
   SetLimit(RLIMIT_CORE, 0, 0);  // a crash must not leave a core file in the student's tree
   SetLimit(RLIMIT_FSIZE, kChildFileBytes, kChildFileBytes);
@@ -110,36 +130,32 @@ struct ChildSetup {
   const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   const rlim_t cpu = static_cast<rlim_t>(std::ceil(setup.wallSeconds * static_cast<double>(cores))) + 1;
   SetLimit(RLIMIT_CPU, cpu, cpu + 1);
-  dup2(outFd, STDOUT_FILENO);
-  dup2(errFd, STDERR_FILENO);
-  if (regionFd != kRegionFd) {
-    dup2(regionFd, kRegionFd);
-  } else {
-    fcntl(kRegionFd, F_SETFD, 0);
+  if (dup2(outFd, STDOUT_FILENO) < 0 || dup2(errFd, STDERR_FILENO) < 0 || dup2(highRegion, kRegionFd) < 0) {
+    Refuse("dup2");
   }
   const int stdinFd = open("/dev/null", O_RDONLY);
-  if (stdinFd >= 0) dup2(stdinFd, STDIN_FILENO);
-  for (int fd = kRegionFd + 1; fd < 1024; ++fd) close(fd);
+  if (stdinFd < 0 || dup2(stdinFd, STDIN_FILENO) < 0) Refuse("stdin from /dev/null");
+  for (int fd = kExecReportFd + 1; fd < 1024; ++fd) close(fd);
   if (sandbox.namespaces) {
     FilesystemView view = SystemView();
     view.readOnly.push_back(setup.harness);
-    if (!EnterNamespaces(view, setup.scratch, sandbox.dropPrivileges)) _exit(shm::kExecFailedExit);
+    if (!EnterNamespaces(view, setup.scratch, sandbox.dropPrivileges)) Refuse(LastConfinementStep());
   }
   if (sandbox.dropPrivileges) {
     SetLimit(RLIMIT_NPROC, kChildProcesses, kChildProcesses);
     // Groups first, then the gid, then the uid: once the uid is gone, nothing else can change.
     if (setgroups(0, nullptr) != 0 || setresgid(kSandboxGid, kSandboxGid, kSandboxGid) != 0 ||
         setresuid(kSandboxUid, kSandboxUid, kSandboxUid) != 0) {
-      _exit(shm::kExecFailedExit);
+      Refuse("the sandbox uid");
     }
   }
-  if (chdir("/") != 0) _exit(shm::kExecFailedExit);  // the runner's folder is not the child's
+  if (chdir("/") != 0) Refuse("chdir");  // the runner's folder is not the child's
   // No set-uid program can give privileges back; and the child ends with the runner. Both come
   // after the uid change, which would clear the parent-death signal; checking that the runner
   // is still there closes the race with its death.
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(shm::kExecFailedExit);
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != setup.runner) _exit(shm::kExecFailedExit);
-  if (!ApplySeccomp(SignalPolicy::kSignalOwnGroupOnly)) _exit(shm::kExecFailedExit);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) Refuse("PR_SET_NO_NEW_PRIVS");
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != setup.runner) Refuse("PR_SET_PDEATHSIG");
+  if (sandbox.seccomp && !ApplySeccomp(SignalPolicy::kSignalOwnGroupOnly)) Refuse(LastConfinementStep());
   // Last, so that nothing above runs out of room: the memory limit binds static constructors.
   if (setup.addressSpaceBytes > 0) SetLimit(RLIMIT_AS, setup.addressSpaceBytes, setup.addressSpaceBytes);
   std::vector<char*> env;
@@ -147,8 +163,31 @@ struct ChildSetup {
   env.push_back(nullptr);
   char* argv[] = {const_cast<char*>(setup.harness.c_str()), const_cast<char*>(setup.fdArgument.c_str()), nullptr};
   execve(setup.harness.c_str(), argv, env.data());
-  _exit(shm::kExecFailedExit);  // reported as a workbook failure
+  Refuse("execve");
 }
+
+// A pipe whose ends close with it (both close-on-exec: the child keeps what it dup2s).
+struct Pipe {
+  int read = -1;
+  int write = -1;
+  bool Open() {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return false;
+    read = fds[0];
+    write = fds[1];
+    return true;
+  }
+  void CloseWrite() {
+    if (write >= 0) close(write);
+    write = -1;
+  }
+  Pipe() = default;
+  Pipe(const Pipe&) = delete;
+  ~Pipe() {
+    CloseWrite();
+    if (read >= 0) close(read);
+  }
+};
 
 // The harness, copied where the sandbox uid may execute it and nobody else may write: a fresh
 // folder (0711) under the system's temporary directory, removed after the run, with an empty
@@ -204,9 +243,15 @@ long RealUidOf(pid_t pid) {
 }
 
 // The processes whose parent is `parent`: field 4 of /proc/PID/stat, after the command name
-// in parentheses (which may itself hold spaces and parentheses, hence the last ')').
-std::vector<pid_t> ChildrenOf(pid_t parent) {
-  std::vector<pid_t> children;
+// in parentheses (which may itself hold spaces and parentheses, hence the last ')'); and
+// field 3, the state, 'Z' for a zombie, which has already ended.
+struct ChildProcess {
+  pid_t pid = 0;
+  bool zombie = false;
+};
+
+std::vector<ChildProcess> ChildrenOf(pid_t parent) {
+  std::vector<ChildProcess> children;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
@@ -218,7 +263,7 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
     char state = 0;
     long ppid = 0;
     if (std::sscanf(text.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == parent) {
-      children.push_back(static_cast<pid_t>(std::stol(name)));
+      children.push_back({static_cast<pid_t>(std::stol(name)), state == 'Z'});
     }
   }
   return children;
@@ -229,17 +274,21 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
 // init. Each round kills and reaps the runner's children that run the student's code (the
 // sandbox uid's, or any when there is no sandbox uid); theirs come back for the next round.
 // Only this runner's own descendants are touched, so checks running side by side are safe.
-void KillLeftovers(const SandboxPlan& sandbox) {
+// Returns how many it killed.
+size_t KillLeftovers(const SandboxPlan& sandbox) {
+  size_t killed = 0;
   for (int round = 0; round < 1000; ++round) {
     bool found = false;
-    for (const pid_t child : ChildrenOf(getpid())) {
-      if (sandbox.dropPrivileges && RealUidOf(child) != static_cast<long>(kSandboxUid)) continue;
+    for (const ChildProcess& child : ChildrenOf(getpid())) {
+      if (sandbox.dropPrivileges && RealUidOf(child.pid) != static_cast<long>(kSandboxUid)) continue;
       found = true;
-      kill(child, SIGKILL);
-      waitpid(child, nullptr, 0);
+      kill(child.pid, SIGKILL);
+      waitpid(child.pid, nullptr, 0);
+      if (!child.zombie) ++killed;
     }
-    if (!found) return;
+    if (!found) break;
   }
+  return killed;
 }
 
 // The runner is not dumpable while a child runs: a process of its own uid cannot read its
@@ -272,21 +321,14 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
     return BadUsage(fmt::format("cannot run {}: {}", harnessPath, std::strerror(errno)));
   }
   region.header().memoryLimitBytes =
-      limits.memoryBytes == 0 ? 0 : limits.memoryBytes + region.header().totalBytes;
-  int outPipe[2];
-  int errPipe[2];
-  if (pipe2(outPipe, O_CLOEXEC) != 0) return SystemError(fmt::format("pipe: {}", std::strerror(errno)));
-  if (pipe2(errPipe, O_CLOEXEC) != 0) {
-    close(outPipe[0]);
-    close(outPipe[1]);
-    return SystemError(fmt::format("pipe: {}", std::strerror(errno)));
+      limits.memoryBytes == 0 ? 0 : limits.memoryBytes + region.totalBytes();
+  Pipe out, err, execReport;
+  for (Pipe* pipe : {&out, &err, &execReport}) {
+    if (!pipe->Open()) return SystemError(fmt::format("pipe: {}", std::strerror(errno)));
   }
   const SandboxPlan& sandbox = CurrentSandbox();
   auto privateCopy = PrivateHarness::Copy(harnessPath);
-  if (!privateCopy.ok()) {
-    for (int fd : {outPipe[0], outPipe[1], errPipe[0], errPipe[1]}) close(fd);
-    return privateCopy.error();
-  }
+  if (!privateCopy.ok()) return privateCopy.error();
   ChildSetup setup;
   setup.harness = privateCopy->path();
   setup.scratch = privateCopy->scratch();
@@ -296,7 +338,7 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
 #ifndef __SANITIZE_ADDRESS__
   // A sanitized runner runs sanitized harnesses, whose shadow memory no limit on the address
   // space allows; they go without one (the workbook's own tests only).
-  setup.addressSpaceBytes = region.header().memoryLimitBytes;
+  setup.addressSpaceBytes = limits.memoryBytes == 0 ? 0 : limits.memoryBytes + region.totalBytes();
 #endif
   setup.runner = getpid();
   const NotDumpable notDumpable;
@@ -304,17 +346,27 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
   (void)subreaper;
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork();
-  if (pid < 0) {
-    const int e = errno;
-    for (int fd : {outPipe[0], outPipe[1], errPipe[0], errPipe[1]}) close(fd);
-    return SystemError(fmt::format("fork: {}", std::strerror(e)));
-  }
-  if (pid == 0) ExecChild(setup, region.fd(), outPipe[1], errPipe[1], sandbox);
+  if (pid < 0) return SystemError(fmt::format("fork: {}", std::strerror(errno)));
+  if (pid == 0) ExecChild(setup, region.fd(), out.write, err.write, execReport.write, sandbox);
   setpgid(pid, pid);  // also from this side, so the group exists before any kill
-  close(outPipe[1]);
-  close(errPipe[1]);
-  int outFd = outPipe[0];
-  int errFd = errPipe[0];
+  out.CloseWrite();
+  err.CloseWrite();
+  execReport.CloseWrite();
+  // The report pipe closes at exec (close-on-exec) or carries why a step before it failed.
+  char why[256] = {};
+  ssize_t said = 0;
+  while ((said = read(execReport.read, why, sizeof(why) - 1)) < 0 && errno == EINTR) {
+  }
+  if (said > 0) {
+    kill(-pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    return InternalError(fmt::format("cannot start the sandboxed child for {} ({}): this is a bug in the workbook "
+                                     "or a limit of this machine; rebuild with ./workbook, and report it if it persists",
+                                     harnessPath, why));
+  }
+  int outFd = out.read;
+  int errFd = err.read;
+  out.read = err.read = -1;  // Drain closes them at the end of their streams
   fcntl(outFd, F_SETFL, O_NONBLOCK);
   fcntl(errFd, F_SETFL, O_NONBLOCK);
 
@@ -341,8 +393,10 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
   // Whatever the child left in the pipes; then end any process it left behind.
   Drain(outFd, outcome.stdoutText, limits.keepOutputBytes);
   Drain(errFd, outcome.stderrText, limits.keepOutputBytes);
+  // Killed one generation at a time, so each is counted while it still runs; then the
+  // child's group once more, which by now holds nothing.
+  outcome.leftoverProcesses = KillLeftovers(sandbox);
   kill(-pid, SIGKILL);
-  KillLeftovers(sandbox);
   if (outFd >= 0) close(outFd);
   if (errFd >= 0) close(errFd);
 
@@ -366,10 +420,6 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
                                        "This is a bug in the workbook, not in your code: rebuild with ./workbook, "
                                        "and report it if it persists",
                                        harnessPath, note));
-    } else if (outcome.report.phase == shm::kSpawned && outcome.exitStatus == shm::kExecFailedExit) {
-      return InternalError(fmt::format("cannot execute the child {}: this is a bug in the workbook; rebuild with "
-                                       "./workbook, and report it if it persists",
-                                       harnessPath));
     } else {
       // Before the harness was ready, too: a static initializer in the student's file.
       outcome.ending = ChildOutcome::Ending::kExitedEarly;

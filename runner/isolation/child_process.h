@@ -44,6 +44,7 @@ struct ChildOutcome {
   int exitStatus = 0;
   double wallSeconds = 0;
   double callSeconds = 0;  // time inside the stage function, as the child measured it
+  size_t leftoverProcesses = 0;  // processes the child left running, killed after it ended
   shm::ChildReport report{};
   CapturedOutput stdoutText;
   CapturedOutput stderrText;

@@ -102,6 +102,8 @@ bool Place(const std::string& path, const std::string& root, bool readOnly) {
 
 }  // namespace
 
+const char* LastConfinementStep() { return g_failedStep; }
+
 FilesystemView SystemView() {
   FilesystemView view;
   view.readOnly = {"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc"};
@@ -158,42 +160,56 @@ bool EnterNamespaces(const FilesystemView& view, const std::string& scratch, boo
   return true;
 }
 
+namespace {
+
+// Runs `step` in a throwaway child; empty when it worked, else the child's reason.
+template <typename Step>
+std::string TryInChild(Step step) {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return fmt::format("pipe: {}", std::strerror(errno));
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(report[0]);
+    const bool ok = step();
+    if (!ok) {
+      const std::string why = fmt::format("{}: {}", g_failedStep, std::strerror(errno));
+      (void)!write(report[1], why.data(), why.size());
+    }
+    _exit(ok ? 0 : 1);
+  }
+  close(report[1]);
+  if (pid < 0) {
+    close(report[0]);
+    return fmt::format("fork: {}", std::strerror(errno));
+  }
+  char why[256] = {};
+  (void)!read(report[0], why, sizeof(why) - 1);
+  close(report[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  return why[0] != '\0' ? std::string(why) : "the trial child died";
+}
+
+}  // namespace
+
 const ConfinementProbe& ProbeConfinement() {
   static const ConfinementProbe probe = [] {
     ConfinementProbe p;
     char scratch[] = "/tmp/wb-probe-XXXXXX";
     if (mkdtemp(scratch) == nullptr) {
       p.whyNot = fmt::format("cannot make a folder to try them in: {}", std::strerror(errno));
-      return p;
-    }
-    int report[2];
-    if (pipe2(report, O_CLOEXEC) != 0) {
+    } else {
+      const bool asRoot = geteuid() == 0;
+      p.whyNot = TryInChild([&] { return EnterNamespaces(SystemView(), scratch, asRoot); });
+      p.namespaces = p.whyNot.empty();
       rmdir(scratch);
-      p.whyNot = fmt::format("pipe: {}", std::strerror(errno));
-      return p;
     }
-    const bool asRoot = geteuid() == 0;
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(report[0]);
-      const bool ok = EnterNamespaces(SystemView(), scratch, asRoot);
-      if (!ok) {
-        const std::string why = fmt::format("{}: {}", g_failedStep, std::strerror(errno));
-        (void)!write(report[1], why.data(), why.size());
-      }
-      _exit(ok ? 0 : 1);
-    }
-    close(report[1]);
-    int status = 0;
-    char why[256] = {};
-    if (pid > 0) {
-      (void)!read(report[0], why, sizeof(why) - 1);
-      waitpid(pid, &status, 0);
-    }
-    close(report[0]);
-    rmdir(scratch);
-    p.namespaces = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!p.namespaces) p.whyNot = pid < 0 ? fmt::format("fork: {}", std::strerror(errno)) : std::string(why);
+    p.whyNoSeccomp = TryInChild([] {
+      return (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 || Fail("PR_SET_NO_NEW_PRIVS")) &&
+             ApplySeccomp(SignalPolicy::kSignalOwnGroupOnly);
+    });
+    p.seccomp = p.whyNoSeccomp.empty();
     return p;
   }();
   return probe;

@@ -41,9 +41,12 @@ FilesystemView SystemView();
 struct ConfinementProbe {
   bool namespaces = false;  // EnterNamespaces works here
   std::string whyNot;       // when it does not: the step that failed and errno's words
+  bool seccomp = false;     // ApplySeccomp works here (a kernel without seccomp refuses it)
+  std::string whyNoSeccomp;
 };
 
-// Tries EnterNamespaces in a throwaway child; the answer is cached for the process.
+// Tries EnterNamespaces and ApplySeccomp, each in a throwaway child; the answer is cached
+// for the process.
 const ConfinementProbe& ProbeConfinement();
 
 // `asRoot`: the runner is root, so no user namespace is needed (and the uid is dropped later).
@@ -54,5 +57,8 @@ bool EnterNamespaces(const FilesystemView& view, const std::string& scratch, boo
 enum class SignalPolicy { kAny, kSignalOwnGroupOnly };
 
 bool ApplySeccomp(SignalPolicy signals);
+
+// The step of EnterNamespaces or ApplySeccomp that failed last in this process.
+const char* LastConfinementStep();
 
 }  // namespace wb

@@ -43,10 +43,14 @@ const SandboxPlan& CurrentSandbox() {
                                       "network: this machine refuses them ({})",
                                       probe.whyNot));
     }
-    p.missing.push_back("a pid namespace (the subreaper ends whatever the child leaves behind instead)");
-    p.inForce.push_back(
-        "a seccomp filter: no ptrace, no access to other processes' memory, no signals but to its own process "
-        "group, no sockets but AF_UNIX, no mounts, namespaces, kernel modules, keys, bpf, perf events or io_uring");
+    p.seccomp = probe.seccomp;
+    if (p.seccomp) {
+      p.inForce.push_back(
+          "a seccomp filter: no ptrace, no access to other processes' memory, no signals but to its own process "
+          "group, no sockets but AF_UNIX, no mounts, namespaces, kernel modules, keys, bpf, perf events or io_uring");
+    } else {
+      p.missing.push_back(fmt::format("a seccomp filter: this kernel refuses it ({})", probe.whyNoSeccomp));
+    }
 #ifdef __SANITIZE_ADDRESS__
     p.missing.push_back("an address-space limit (this runner is built with AddressSanitizer, for the workbook's tests)");
 #else

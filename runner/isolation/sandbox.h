@@ -1,17 +1,17 @@
 // What stands between the student's code and the runner: decided once per runner process,
-// applied to every child by RunInChild, and stated in every report.
+// applied to every child by RunInChild and to the compiler by RunCompiler, and stated in
+// every report.
 //
-// Contract: CurrentSandbox() says what RunInChild applies on this machine and what it does
-// not (yet), in words a reader of a report understands; `in_force` and `missing` of
-// `check --format json` are these two lists (docs/instructors.md, "What a student's code can
-// and cannot do"). When the runner runs as root, the child runs as kSandboxUid/kSandboxGid,
-// a uid no file or login on the system has, with no supplementary groups: it cannot signal,
-// trace or read the memory of the runner, nor write a file the runner or the instructor owns,
-// As an ordinary user the child keeps the runner's uid, and the report says so. Where the
-// kernel allows namespaces (confinement.h), the child and the compiler see only the system's
-// files and what they need; a seccomp filter holds everywhere. Either way the runner is a
-// subreaper, so after each run whatever the child started is killed, however it left the
-// process group (setsid, a double fork), and nothing else is.
+// Contract: CurrentSandbox() says what is applied on this machine and what is not, in words
+// a reader of a report understands; `in_force` and `missing` of `check --format json` are
+// these two lists, and `check --require-sandbox` refuses to grade while `missing` is not
+// empty (docs/instructors.md, "What a student's code can and cannot do"). When the runner is
+// root, the child and the compiler run as kSandboxUid/kSandboxGid, a uid no file or login on
+// the system has, with no supplementary groups. Where the kernel allows namespaces
+// (confinement.h), both see only the system's files and what they need; the seccomp filter
+// and the limits hold everywhere. The runner is a subreaper, so after each run whatever the
+// child started is killed, however it left the process group (setsid, a double fork), and
+// nothing else is.
 #pragma once
 
 #include <string>
@@ -28,6 +28,7 @@ constexpr gid_t kSandboxGid = 65533;
 struct SandboxPlan {
   bool dropPrivileges = false;  // the runner is root, so the child runs as kSandboxUid
   bool namespaces = false;      // fresh namespaces and a filesystem view (ProbeConfinement)
+  bool seccomp = false;         // the seccomp filter (ProbeConfinement)
   std::vector<std::string> inForce;
   std::vector<std::string> missing;
 };

@@ -23,7 +23,7 @@
 namespace wb::shm {
 
 constexpr uint64_t kMagic = 0x3147455242574257ull;  // "WBWBREG1" read little-endian
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 constexpr int kMaxBuffers = 512;
 constexpr int kNameBytes = 40;
 constexpr int kParamBytes = 256;
@@ -73,6 +73,8 @@ struct ChildReport {
   volatile uint64_t faultAddress;
   volatile uint64_t addressSpaceBytes;  // the child's virtual size when it faulted
   volatile uint64_t callNanoseconds;    // total time inside the stage function
+  volatile uint32_t faultNearStack;     // 1 when the fault is within reach of the stack pointer
+  uint32_t reserved;
   char note[512];                       // e.g. the what() of an uncaught exception
 };
 

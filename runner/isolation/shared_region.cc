@@ -57,7 +57,7 @@ Expected<SharedRegion> SharedRegion::CreateSlots(uint32_t layoutId, std::span<co
     close(fd);
     return SystemError(fmt::format("cannot map the shared region: {}", std::strerror(e)));
   }
-  SharedRegion region(fd, static_cast<unsigned char*>(mapped), total);
+  SharedRegion region(fd, static_cast<unsigned char*>(mapped), total, slots, page);
   shm::Header& h = region.header();
   h.magic = shm::kMagic;
   h.version = shm::kVersion;
@@ -70,7 +70,7 @@ Expected<SharedRegion> SharedRegion::CreateSlots(uint32_t layoutId, std::span<co
 }
 
 SharedRegion::SharedRegion(SharedRegion&& other) noexcept
-    : fd_(other.fd_), base_(other.base_), bytes_(other.bytes_) {
+    : fd_(other.fd_), base_(other.base_), bytes_(other.bytes_), page_(other.page_), slots_(std::move(other.slots_)) {
   other.fd_ = -1;
   other.base_ = nullptr;
   other.bytes_ = 0;
@@ -82,6 +82,8 @@ SharedRegion& SharedRegion::operator=(SharedRegion&& other) noexcept {
     fd_ = other.fd_;
     base_ = other.base_;
     bytes_ = other.bytes_;
+    page_ = other.page_;
+    slots_ = std::move(other.slots_);
     other.fd_ = -1;
     other.base_ = nullptr;
     other.bytes_ = 0;
@@ -99,14 +101,13 @@ void SharedRegion::Release() {
 }
 
 std::span<float> SharedRegion::SlotFloats(uint32_t slot) {
-  const shm::BufferSlot& s = header().buffers[slot];
+  const shm::BufferSlot& s = slots_.at(slot);
   return {reinterpret_cast<float*>(base_ + s.dataOffset), s.dataBytes / sizeof(float)};
 }
 
 void SharedRegion::PoisonOutputs() {
   shm::Header& h = header();
-  for (uint32_t i = 0; i < h.bufferCount; ++i) {
-    const shm::BufferSlot& s = h.buffers[i];
+  for (const shm::BufferSlot& s : slots_) {
     std::memset(base_ + s.regionBegin, shm::kCanaryByte, s.dataOffset - s.regionBegin);
     if (s.access != shm::kWritable) continue;
     auto* words = reinterpret_cast<uint32_t*>(base_ + s.dataOffset);
@@ -130,14 +131,12 @@ size_t SharedRegion::CanaryDamage(const shm::BufferSlot& slot, int64_t* farthest
 }
 
 RegionLocation SharedRegion::Locate(uint64_t offset) const {
-  const shm::Header& h = header();
   RegionLocation where;
-  if (offset < h.buffers[0].guardBefore || h.bufferCount == 0) {
+  if (slots_.empty() || offset < slots_[0].guardBefore) {
     where.kind = offset < bytes_ ? RegionLocation::Kind::kHeader : RegionLocation::Kind::kOutside;
     return where;
   }
-  for (uint32_t i = 0; i < h.bufferCount; ++i) {
-    const shm::BufferSlot& s = h.buffers[i];
+  for (const shm::BufferSlot& s : slots_) {
     where.slot = &s;
     if (offset >= s.guardBefore && offset < s.regionBegin) {
       where.kind = RegionLocation::Kind::kGuardBefore;
@@ -154,7 +153,7 @@ RegionLocation SharedRegion::Locate(uint64_t offset) const {
       where.distance = static_cast<int64_t>(offset - s.dataOffset);
       return where;
     }
-    if (offset >= s.guardAfter && offset < s.guardAfter + h.pageSize) {
+    if (offset >= s.guardAfter && offset < s.guardAfter + page_) {
       where.kind = RegionLocation::Kind::kGuardAfter;
       where.distance = static_cast<int64_t>(offset - s.guardAfter);
       return where;

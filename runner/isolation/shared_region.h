@@ -4,7 +4,9 @@
 // own pages between two guard pages, and returns a region whose memfd the child maps. The
 // runner fills inputs and the layout's Params, calls PoisonOutputs, runs the child, then
 // reads the outputs back and asks Locate where a faulting address fell and CanaryDamage
-// whether a write landed in front of a buffer.
+// whether a write landed in front of a buffer. The layout (each buffer's name, offsets and
+// size, the region's size) is the runner's own copy, made when the region is created: the
+// child can write the header's pages, so nothing of the layout is ever read back from them.
 #pragma once
 
 #include <array>
@@ -63,6 +65,10 @@ class SharedRegion {
     std::memcpy(header().params, &params, sizeof(params));
   }
   std::span<float> SlotFloats(uint32_t slot);
+  // The runner's copy of the layout.
+  uint32_t bufferCount() const { return static_cast<uint32_t>(slots_.size()); }
+  const shm::BufferSlot& slot(uint32_t i) const { return slots_.at(i); }
+  uint64_t totalBytes() const { return bytes_; }
 
   // Fills every writable buffer with kPoisonWord and every slack with kCanaryByte, and
   // resets the child's report.
@@ -79,12 +85,15 @@ class SharedRegion {
     shm::Access access = shm::kReadOnly;
   };
   static Expected<SharedRegion> CreateSlots(uint32_t layoutId, std::span<const BufferSpec> buffers);
-  SharedRegion(int fd, unsigned char* base, size_t bytes) : fd_(fd), base_(base), bytes_(bytes) {}
+  SharedRegion(int fd, unsigned char* base, size_t bytes, std::vector<shm::BufferSlot> slots, size_t page)
+      : fd_(fd), base_(base), bytes_(bytes), page_(page), slots_(std::move(slots)) {}
   void Release();
 
   int fd_ = -1;
   unsigned char* base_ = nullptr;
   size_t bytes_ = 0;
+  size_t page_ = 0;
+  std::vector<shm::BufferSlot> slots_;
 };
 
 }  // namespace wb

@@ -28,7 +28,7 @@ std::string RenderGradescope(const RunReport& r) {
       const bool passed = cp.status == CheckStatus::kPass;
       std::string output;
       if (!passed) {
-        output = c.hidden ? fmt::format("max error {:.3e}", cp.maxAbsError)
+        output = c.hidden ? fmt::format("max error about {:.0e}", cp.maxAbsError)
                           : fmt::format("{} of {} elements off; max error {:.3e}", cp.failing, cp.total, cp.maxAbsError);
         if (!c.hidden && cp.worst) {
           output += fmt::format("\nworst: {}: expected {:.6g}, got {}", cp.worst->where, cp.worst->expected,

@@ -83,9 +83,9 @@ std::string RenderJunit(const RunReport& r) {
       }
       body += ">\n";
       body += fmt::format("      <failure message=\"{}\" type=\"mismatch\">{}</failure>\n",
-                          Escape(c.hidden ? fmt::format("max error {:.3e}", cp.maxAbsError)
+                          Escape(c.hidden ? fmt::format("max error about {:.0e}", cp.maxAbsError)
                                           : fmt::format("{} of {} elements off", cp.failing, cp.total)),
-                          Escape(c.hidden ? fmt::format("max error {:.3e}", cp.maxAbsError) : FailureText(cp)));
+                          Escape(c.hidden ? fmt::format("max error about {:.0e}", cp.maxAbsError) : FailureText(cp)));
       body += "    </testcase>\n";
     }
     if (!c.hidden && !c.childOutput.empty()) {

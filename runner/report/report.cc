@@ -1,6 +1,14 @@
 #include "report.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace wb {
+
+double OrderOfMagnitude(double value) {
+  if (!(value > 0) || !std::isfinite(value)) return value;
+  return std::clamp(std::pow(10.0, std::floor(std::log10(value))), kSmallestHiddenError, kLargestHiddenError);
+}
 
 void Redact(CaseReport& r) {
   // Even a crash's details name buffer sizes, so a hidden case keeps only what happened.
@@ -13,7 +21,18 @@ void Redact(CaseReport& r) {
   r.parameters.clear();
   r.childOutput.clear();
   r.notes.clear();
+  // The error's size only as a power of ten, and each count only as none, some or all: a
+  // student's code controls its outputs, so any precise figure would be a channel out of the
+  // hidden case (one byte of it per checkpoint, say, in the digits of an error).
   for (auto& c : r.checkpoints) {
+    c.maxAbsError = OrderOfMagnitude(c.maxAbsError);
+    const bool allUnwritten = c.total > 0 && c.unwritten == c.total;
+    c.total = 1;
+    c.unwritten = allUnwritten ? 1 : 0;
+    c.failing = c.failing > 0 ? 1 : 0;
+    c.fromUnwritten = c.fromUnwritten > 0 ? 1 : 0;
+    c.nanCount = c.nanCount > 0 ? 1 : 0;
+    c.infCount = c.infCount > 0 ? 1 : 0;
     c.worst.reset();
     c.samples.clear();
     c.misconception.reset();

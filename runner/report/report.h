@@ -90,8 +90,15 @@ struct RunReport {
   std::vector<std::string> casesNotRun;
 };
 
-// Strips from a hidden case everything but names, pass/fail and error magnitudes.
+// Strips from a hidden case everything but names, pass/fail and error magnitudes, and
+// those only as a power of ten (OrderOfMagnitude).
 void Redact(CaseReport& report);
+
+// 10^floor(log10(value)), kept within [kSmallestHiddenError, kLargestHiddenError]; 0, NaN
+// and inf unchanged.
+constexpr double kSmallestHiddenError = 1e-30;
+constexpr double kLargestHiddenError = 1e30;
+double OrderOfMagnitude(double value);
 
 std::string_view ToString(CaseStatus s);
 std::string_view ToString(RunStatus s);

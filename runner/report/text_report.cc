@@ -54,6 +54,11 @@ std::string ErrorSize(const CheckpointReport& c) {
   return size;
 }
 
+// A hidden case's error: only its order of magnitude is known (Redact).
+std::string HiddenErrorSize(const CheckpointReport& c) {
+  return c.maxAbsError > 0 ? fmt::format("max |error| about {:.0e}", c.maxAbsError) : "max |error| 0";
+}
+
 // atol, with the fraction of the RMS it was set as: "0.00081 (1e-03 × RMS)".
 std::string AbsoluteTerm(const CheckpointReport& c) {
   if (c.rms <= 0) return fmt::format("{:.2g}", c.atol);
@@ -188,7 +193,7 @@ void CheckpointLines(std::string& out, const CheckpointReport& c, const LineStyl
   const std::string name = fmt::format("{:<{}}", c.name, nameWidth);
   const std::string shape = how.hidden ? "" : fmt::format("{:<10} ", c.shape);
   if (c.status == CheckStatus::kPass) {
-    out += fmt::format("  {}  {} {}{}\n", p.Green("ok  "), name, shape, p.Dim(ErrorSize(c)));
+    out += fmt::format("  {}  {} {}{}\n", p.Green("ok  "), name, shape, p.Dim(how.hidden ? HiddenErrorSize(c) : ErrorSize(c)));
     return;
   }
   // TODO means what the lessons say it means, wherever the buffer sits: not one element written.
@@ -202,7 +207,7 @@ void CheckpointLines(std::string& out, const CheckpointReport& c, const LineStyl
   }
   std::string summary = Counts(c);
   if (!how.detailed && c.local == LocalStatus::kPass) summary = "off only because an earlier buffer is";
-  if (how.hidden) summary = ErrorSize(c);  // nothing that shows the case
+  if (how.hidden) summary = HiddenErrorSize(c);  // nothing that shows the case
   out += fmt::format("  {}  {} {}{}\n", p.Red("FAIL"), name, shape, summary);
   const std::string pad(8, ' ');
   if (how.detailed && c.worst) {

@@ -80,6 +80,18 @@ TEST_CASE("the guide's Gradescope trial run grades a solution to full marks and 
   const json empty = json::parse(ReadFile(base + "/ag/results/results.json"));
   CHECK(empty["score"] == 0);
   CHECK(empty["output"].get<std::string>().find("upload block.cc") != std::string::npos);
+
+  // A runner the watchdog has to end (here after 0.05 s): score 0 and a message, never a
+  // results.json of anyone else's making.
+  std::filesystem::create_directories(base + "/ag/submission");
+  std::filesystem::copy_file(Source("solutions/01-block/block.cc"), base + "/ag/submission/block.cc");
+  const auto stopped = wbtest::RunShell("GRADE_SECONDS=0.05 AUTOGRADER=" + Quote(base + "/ag") +
+                                        " WORKBOOK=" + Quote(checkout) + " " +
+                                        Quote(Source("docs/gradescope/run_autograder")));
+  CHECK(stopped.status == 0);
+  const json killed = json::parse(ReadFile(base + "/ag/results/results.json"));
+  CHECK(killed["score"] == 0);
+  CHECK(killed["output"].get<std::string>().find("stopped before it finished") != std::string::npos);
   std::filesystem::remove_all(base);
 }
 

@@ -12,6 +12,7 @@
 namespace {
 
 constexpr double kSecretValue = 123.456789;
+constexpr double kSecretError = 0.00456789;
 
 class LeakyDriver final : public wb::StageDriver {
  public:
@@ -32,6 +33,9 @@ class LeakyDriver final : public wb::StageDriver {
     cp.shape = "77 x 512";
     cp.status = wb::CheckStatus::kFail;
     cp.atol = kSecretValue;
+    cp.maxAbsError = kSecretError;  // the digits a student's outputs could choose
+    cp.failing = 1234;
+    cp.total = 77 * 512;
     cp.worst = wb::ElementDetail{.where = "SECRET-WHERE", .expected = kSecretValue, .got = kSecretValue, .gotNote = ""};
     cp.samples = {*cp.worst};
     cp.misconception = wb::MisconceptionHit{"SECRET-ID", "SECRET-SENTENCE", "SECRET-LESSON"};
@@ -59,11 +63,28 @@ TEST_CASE("RunCase redacts a hidden case whatever the driver filled in") {
     CHECK(text.find("SECRET") == std::string::npos);
     CHECK(text.find("123.45") == std::string::npos);
     CHECK(text.find("77") == std::string::npos);
+    CHECK(text.find("4567") == std::string::npos);  // only the error's power of ten is left
+    CHECK(text.find("4.6") == std::string::npos);
+    CHECK(text.find("1234") == std::string::npos);
   }
+  CHECK(report->checkpoints[0].maxAbsError == doctest::Approx(1e-3));
+  CHECK(wb::RenderText(run, {}).find("about 1e-03") != std::string::npos);
   // The same driver on a visible case keeps everything: the test above is not vacuous.
   spec.hidden = false;
   auto visible = wb::RunCase(driver, spec, wb::StageContext{});
   REQUIRE(visible.ok());
   run.cases = {*visible};
   CHECK(wb::RenderJson(run).find("SECRET-OBSERVATION") != std::string::npos);
+  CHECK(wb::RenderText(run, {}).find("4.6e-03") != std::string::npos);
+}
+
+TEST_CASE("a hidden error keeps only its power of ten") {
+  CHECK(wb::OrderOfMagnitude(0.0099) == doctest::Approx(1e-3));
+  CHECK(wb::OrderOfMagnitude(0.001) == doctest::Approx(1e-3));
+  CHECK(wb::OrderOfMagnitude(12345.0) == doctest::Approx(1e4));
+  CHECK(wb::OrderOfMagnitude(1e-300) == wb::kSmallestHiddenError);
+  CHECK(wb::OrderOfMagnitude(1e300) == wb::kLargestHiddenError);
+  CHECK(wb::OrderOfMagnitude(0.0) == 0.0);
+  // Two errors a student could tell apart in the digits are the same once redacted.
+  CHECK(wb::OrderOfMagnitude(0.00123) == wb::OrderOfMagnitude(0.00987));
 }

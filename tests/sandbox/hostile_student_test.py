@@ -71,6 +71,8 @@ def main():
         # The run is over: no process of the daemon's name may be left, and no proof of it.
         left = [p for p in os.listdir("/proc") if p.isdigit() and open_comm(p) == daemon]
         check(not left, f"the setsid daemon was gone when the check ended (left: {left})")
+        notes = " ".join(n for c in report.get("cases", []) for n in c.get("notes", []))
+        check("left 1 process running" in notes, "the report says the child left a process running, and it was killed")
         time.sleep(4)
         check(not os.path.exists(os.path.join(work, "daemon-outlived-the-run")), "the daemon wrote nothing afterwards")
     return 1 if failures else 0

@@ -90,6 +90,11 @@ Expected<CaseReport> BlockDriver::RunCase(const CaseSpec& spec, const StageConte
   const ref::BlockInputs inputs{.rows = T, .x = xd, .ropeCos = cosd, .ropeSin = sind};
   const ref::BlockWeights w = ref::ViewPacked(shape, weights);
   const ref::BlockState expected = ref::RunBlock(shape, ref::BlockRecipe{}, w, inputs);
+  for (Checkpoint c : ref::kCheckpointOrder) {
+    if (auto finite = RequireFiniteReference(spec.name, ref::CheckpointName(c), expected[ref::Index(c)]); !finite.ok()) {
+      return finite.error();
+    }
+  }
 
   // The student's buffers, as doubles for the local checks.
   ref::BlockState student;
@@ -124,6 +129,7 @@ Expected<CaseReport> BlockDriver::RunCase(const CaseSpec& spec, const StageConte
   findings.allUnwritten = chain.allUnwritten;
   findings.canaryNotes = DescribeCanaryDamage(region);
   findings.outputFlood = DescribeOutputFlood(outcome, context.limits.outputLimitBytes);
+  findings.leftoverProcesses = outcome.leftoverProcesses;
   if (const auto stopped = StatusOfEnding(outcome.ending)) {
     CaseStop stop{.status = *stopped,
                   .headline = DescribeEnding(outcome, region, context.stage->function, context.limits.wallSeconds,

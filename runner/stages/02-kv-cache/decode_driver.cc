@@ -67,6 +67,12 @@ Expected<CaseReport> DecodeDriver::RunCase(const CaseSpec& spec, const StageCont
   CaseReport report;
   report.parameters = Parameters(spec);
   const DecodeCase data = PrepareDecodeCase(spec, weights_);
+  for (ref::Checkpoint c : ref::kCheckpointOrder) {
+    if (auto finite = RequireFiniteReference(spec.name, ref::CheckpointName(c), data.reference[ref::Index(c)]);
+        !finite.ok()) {
+      return finite.error();
+    }
+  }
   const int callCount = static_cast<int>(data.calls.size());
 
   // Every call first, each from the cache the one before it left; then the checks of all of
@@ -84,6 +90,7 @@ Expected<CaseReport> DecodeDriver::RunCase(const CaseSpec& spec, const StageCont
     runs.push_back(std::move(*ran));
     const CallRun& run = runs.back();
     report.callSeconds += run.outcome.callSeconds;
+    findings.leftoverProcesses += run.outcome.leftoverProcesses;
     AppendOutput(report.childOutput, fmt::format("step {}", s + 1), run.outcome);
     const auto& output = run.buffers[ref::Index(ref::Checkpoint::kOutput)];
     steppedOutput.insert(steppedOutput.end(), output.begin(), output.end());

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Each attack of a hostile student, as a stage-1 file run through `workbook check`.
+
+Usage: attacks_test.py WORKBOOK SOLUTION HIDDEN
+  WORKBOOK  the built workbook
+  SOLUTION  solutions/01-block/block.cc (most attacks are the solution plus an attack, so that
+            a grade it cannot change is a pass)
+  HIDDEN    data/stage01/hidden-example.json, copied into a folder of the test's own and
+            graded as the hidden suite
+
+For every attack: the runner survives (exit 0 or 1, a report that parses), the report names
+what happened, the grade is what the arithmetic deserves, and no line of the hidden suite
+appears in any of the four report formats. What the machine does not allow (namespaces) is
+said and skipped, not failed.
+"""
+import json, math, os, secrets, subprocess, sys, tempfile, time
+
+FORMATS = ["json", "text", "junit", "gradescope"]
+
+
+def main():
+    workbook, solution, hidden_source = sys.argv[1:4]
+    solution_text = open(solution).read()
+    failures = []
+
+    def check(ok, what):
+        print(("ok    " if ok else "FAIL  ") + what)
+        if not ok:
+            failures.append(what)
+
+    with tempfile.TemporaryDirectory(prefix="wb-attacks-") as work:
+        os.chmod(work, 0o755)
+        secret = os.path.join(work, "grader")
+        os.makedirs(secret)
+        hidden = os.path.join(secret, "hidden.json")
+        # The hidden suite, each case's description a secret of its own (none may be printed).
+        suite = json.load(open(hidden_source))
+        marker = "secret-" + secrets.token_hex(6)
+        for i, case in enumerate(suite["cases"]):
+            case["description"] = f"{marker}-{i}: " + case.get("description", "")
+        json.dump(suite, open(hidden, "w"), indent=2)
+        os.chmod(hidden, 0o644)  # readable by anyone on the host: only the view keeps it out
+        hidden_lines = [marker] + [json.dumps(c["description"])[1:-1][:60] for c in suite["cases"]]
+
+        def run(name, source, extra=(), formats=FORMATS, cases=hidden):
+            """Runs the file through check in each format; returns {format: (rc, text)}, and
+            checks the runner survived and leaked no line of the hidden suite."""
+            stage = os.path.join(work, name, "stages", "01-block")
+            os.makedirs(stage, exist_ok=True)
+            open(os.path.join(stage, "block.cc"), "w").write(source)
+            results = {}
+            for fmt in formats:
+                begin = time.monotonic()
+                p = subprocess.run([workbook, "check", "1", "--stages-dir", os.path.dirname(stage), "--cases", cases,
+                                    "--format", fmt, *extra], capture_output=True, text=True, timeout=600)
+                results[fmt] = (p.returncode, p.stdout, p.stderr, time.monotonic() - begin)
+                leaked = [line for line in hidden_lines if line in p.stdout or line in p.stderr]
+                check(p.returncode in (0, 1) and not leaked,
+                      f"{name} [{fmt}]: the runner survived (exit {p.returncode}) and no hidden line is in the report"
+                      + (f" LEAKED {leaked[0]!r}" if leaked else "")
+                      + (f" stderr: {p.stderr.strip()[:300]}" if p.returncode not in (0, 1) else ""))
+            return results
+
+        def report(results):
+            try:
+                return json.loads(results["json"][1])
+            except (KeyError, ValueError):
+                return {}
+
+        sandbox = report(run("baseline", solution_text, formats=["json"])).get("sandbox", {})
+        in_force = " ".join(sandbox.get("in_force", []))
+        has_view = "filesystem view" in in_force
+        if not has_view:
+            print("skipped: this machine refuses namespaces, so the attacks that read the grader's files are "
+                  "checked for not leaking only (the report says: %s)" % sandbox.get("missing"))
+
+        # 1. The hidden suite as an include: the compiler would quote its lines in its errors.
+        for what, line in [("include-hidden", f'#include "{hidden}"'), ("include-stdin", '#include "/dev/stdin"'),
+                           ("incbin-hidden", f'asm(".incbin \\"{hidden}\\"");')]:
+            results = run(what, line + "\n" + solution_text)
+            r = report(results)
+            check(r.get("status") == "compile_error", f"{what}: the file does not compile")
+            if has_view:
+                check("the contract headers" in results["text"][1] or what == "incbin-hidden",
+                      f"{what}: the report says what a stage file may include")
+
+        # 2. A main of its own, to replace the harness.
+        results = run("define-main", solution_text + "\nint main() { return 0; }\n", formats=["json", "text"])
+        check(report(results).get("status") == "compile_error" and "multiple definition of `main'" in results["text"][1]
+              and "the harness is the program around it" in results["text"][1],
+              "define-main: a link error that says the harness has the entry point")
+
+        # 3. A compile that never ends, and one with thousands of errors.
+        forever = ("constexpr long Spin() { long s = 0; for (long i = 0; i < 100000; ++i) "
+                   "for (long j = 0; j < 100000; ++j) s += i ^ j; return s; }\n"
+                   "static_assert(Spin() != 1);\n")
+        results = run("compile-forever", forever + solution_text, extra=["--compile-time-limit", "3"],
+                      formats=["json", "text"])
+        check(report(results).get("status") == "compile_error" and "time limit" in results["text"][1]
+              and results["text"][3] < 60,
+              f"compile-forever: stopped at the compile time limit ({results['text'][3]:.1f} s)")
+        errors = "".join(f"int e{i} = undefined_name_{i};\n" for i in range(4000))
+        results = run("many-errors", errors + solution_text, formats=["json", "text"])
+        compiler = report(results).get("compiler_output", "") or results["text"][1]
+        check(len(results["json"][1]) < 64 * 1024 and "more errors, not shown" in results["text"][1],
+              f"many-errors: the report is {len(results['json'][1])} bytes, the first errors and a count")
+
+        # 4. 3 GiB in a static constructor, before the harness could set a limit.
+        big = ("#include <cstring>\n#include <vector>\n"
+               "namespace { struct Hog { std::vector<char> bytes; Hog() : bytes(3ull << 30) "
+               "{ std::memset(bytes.data(), 1, bytes.size()); } } hog; }\n")
+        r = report(run("static-3gib", big + solution_text, formats=["json", "text"]))
+        statuses = {c.get("status") for c in r.get("cases", [])}
+        check(r.get("status") == "fail" and statuses <= {"crash", "exited_early"},
+              f"static-3gib: every case fails as a crash, under the memory limit (statuses {sorted(statuses)})")
+
+        # The solution under another name, and a decoder_block of the attack's that calls it
+        # and then does `after` (with the outputs in scope).
+        def wrapped(after, top=""):
+            return (top + "#define decoder_block decoder_block_solution\n" + solution_text + "\n#undef decoder_block\n"
+                    "void decoder_block(int T, const float* w, const float* x, const float* ropeCos, "
+                    "const float* ropeSin, float* norm1, float* q, float* k, float* v, float* attnOut, "
+                    "float* residual1, float* norm2, float* ffnOut, float* output) {\n"
+                    "  decoder_block_solution(T, w, x, ropeCos, ropeSin, norm1, q, k, v, attnOut, residual1, norm2, "
+                    "ffnOut, output);\n" + after + "\n}\n")
+
+        # 5. The region's layout rewritten from inside the stage function (a second mapping of
+        # its descriptor): the runner keeps its own copy of the layout, so the grade is the
+        # solution's, and nothing crashes.
+        corrupt = wrapped("  void* page = mmap(nullptr, 40000, PROT_READ | PROT_WRITE, MAP_SHARED, 3, 0);\n"
+                          "  if (page != MAP_FAILED) std::memset(static_cast<char*>(page) + 16, 0x7f, 40000 - 16);",
+                          top="#include <sys/mman.h>\n#include <cstring>\n")
+        r = report(run("corrupt-header", corrupt, formats=["json"]))
+        check(r.get("status") == "pass", f"corrupt-header: the grade is the solution's ({r.get('status')})")
+
+        # 6. Bytes of the case in the error's digits: a hidden report gives only a power of ten.
+        r = report(run("digits", wrapped("  output[0] += 0.0123456f * (1 + T % 7);"), formats=["json"]))
+        errors = [cp.get("max_abs_error") for c in r.get("cases", []) if c.get("hidden") for cp in c.get("checkpoints", [])]
+        powers = [e for e in errors if isinstance(e, (int, float)) and e > 0]
+        check(bool(powers) and all(abs(math.log10(e) - round(math.log10(e))) < 1e-9 for e in powers),
+              f"digits: every hidden max_abs_error is a power of ten ({sorted(set(powers))[:4]})")
+
+        # 7. Overflowing the stack: named as such.
+        deep = wrapped("  volatile char big[64 << 20]; big[0] = 1; (void)big[0];")
+        results = run("stack-overflow", deep, formats=["json"], extra=["--show-hidden"])
+        text = results["json"][1]
+        check("stack overflow" in text, "stack-overflow: the crash is named a stack overflow")
+
+        # 8. A constructor that exits: the student's doing, not the runner's.
+        exits = "#include <cstdlib>\nnamespace { struct Quit { Quit() { std::exit(98); } } quit; }\n" + solution_text
+        results = run("constructor-exits", exits, formats=["json", "text"], extra=["--show-hidden"])
+        check(report(results).get("status") == "fail" and "before decoder_block was even called" in results["text"][1],
+              "constructor-exits: reported as the student's code ending the process before the call")
+
+        # 9. Two checks of one tree at once: the second edits the file and rebuilds while the
+        # first runs; each must grade its own build.
+        tree = os.path.join(work, "concurrent", "stages")
+        stage = os.path.join(tree, "01-block")
+        os.makedirs(stage)
+        open(os.path.join(stage, "block.cc"), "w").write(solution_text)
+        cache = os.path.join(os.path.dirname(os.path.abspath(workbook)), "student")
+        before = set(os.listdir(cache)) if os.path.isdir(cache) else set()
+        first = subprocess.Popen([workbook, "check", "1", "--stages-dir", tree, "--format", "json"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and first.poll() is None:
+            if os.path.isdir(cache) and set(os.listdir(cache)) - before - {n for n in os.listdir(cache) if n.startswith(".")}:
+                break
+            time.sleep(0.05)
+        open(os.path.join(stage, "block.cc"), "w").write(wrapped("  output[0] += 1.0f;"))
+        second = subprocess.run([workbook, "check", "1", "--stages-dir", tree, "--format", "json"],
+                                capture_output=True, text=True, timeout=600)
+        out, _ = first.communicate(timeout=600)
+        statuses = [json.loads(text).get("status") if text.strip().startswith("{") else None
+                    for text in (out, second.stdout)]
+        check(statuses == ["pass", "fail"], f"concurrent: each check graded its own build ({statuses})")
+
+        # 10. A case file whose scales overflow the reference: bad case data, not a grade.
+        huge = os.path.join(secret, "huge.json")
+        json.dump({"stage": 1, "cases": [{"name": "huge", "T": 2, "seed": 1, "w_scale": 1e39}]}, open(huge, "w"))
+        p = subprocess.run([workbook, "check", "1", "--stages-dir", tree, "--cases", huge, "--format", "json"],
+                           capture_output=True, text=True, timeout=600)
+        check(p.returncode == 2 and "too large to grade" in p.stderr and huge in p.stderr and not p.stdout.strip(),
+              f"huge-scales: refused as bad case data, naming the file (exit {p.returncode}: {p.stderr.strip()[:160]})")
+
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
