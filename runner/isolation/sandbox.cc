@@ -26,7 +26,8 @@ const SandboxPlan& CurrentSandbox() {
       p.inForce.push_back("a process-count limit for that uid");
     } else {
       p.missing.push_back(
-          "an unprivileged uid: the runner is not root, so the child has the runner's own uid and can signal it");
+          "an unprivileged uid: the runner is not root, so the child keeps the runner's own uid, and what is "
+          "in force is what keeps it from the runner");
     }
     const ConfinementProbe& probe = ProbeConfinement();
     p.namespaces = probe.namespaces;
