@@ -2,7 +2,6 @@
 #include "process.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -26,8 +25,6 @@
 
 namespace wb {
 namespace {
-
-constexpr rlim_t kCompilerProcesses = 256;
 
 void SetCompilerLimit(int resource, rlim_t value) {
   const rlimit limit{value, value};
@@ -63,17 +60,7 @@ std::string FindProgram(const std::string& name) {
   const int stdinFd = open("/dev/null", O_RDONLY);
   if (stdinFd >= 0) dup2(stdinFd, STDIN_FILENO);
   for (int fd = STDERR_FILENO + 1; fd < 1024; ++fd) close(fd);
-  if (sandbox.namespaces && !EnterNamespaces(view, scratch, sandbox.dropPrivileges)) _exit(kCannotStart);
-  if (sandbox.dropPrivileges) {
-    SetCompilerLimit(RLIMIT_NPROC, kCompilerProcesses);
-    if (setgroups(0, nullptr) != 0 || setresgid(kSandboxGid, kSandboxGid, kSandboxGid) != 0 ||
-        setresuid(kSandboxUid, kSandboxUid, kSandboxUid) != 0) {
-      _exit(kCannotStart);
-    }
-  }
-  if (chdir("/") != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(kCannotStart);
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != runner) _exit(kCannotStart);
-  if (sandbox.seccomp && !ApplySeccomp(SignalPolicy::kAny)) _exit(kCannotStart);
+  if (ApplySandbox(sandbox, view, scratch, SignalPolicy::kAny, runner) != nullptr) _exit(kCannotStart);
   SetCompilerLimit(RLIMIT_AS, limits.memoryBytes);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));

@@ -1,7 +1,6 @@
 #include "child_process.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -67,7 +66,6 @@ void Drain(int& fd, CapturedOutput& out, size_t keep) {
 }
 
 constexpr rlim_t kChildFileBytes = rlim_t{1} << 20;  // the child has no file to write
-constexpr rlim_t kChildProcesses = 256;  // threads count too: room for OpenMP, not a fork bomb
 
 void SetLimit(int resource, rlim_t soft, rlim_t hard) {
   const rlimit limit{soft, hard};
@@ -136,26 +134,11 @@ struct ChildSetup {
   const int stdinFd = open("/dev/null", O_RDONLY);
   if (stdinFd < 0 || dup2(stdinFd, STDIN_FILENO) < 0) Refuse("stdin from /dev/null");
   for (int fd = kExecReportFd + 1; fd < 1024; ++fd) close(fd);
-  if (sandbox.namespaces) {
-    FilesystemView view = SystemView();
-    view.readOnly.push_back(setup.harness);
-    if (!EnterNamespaces(view, setup.scratch, sandbox.dropPrivileges)) Refuse(LastConfinementStep());
+  FilesystemView view = SystemView();
+  view.readOnly.push_back(setup.harness);
+  if (const char* failed = ApplySandbox(sandbox, view, setup.scratch, SignalPolicy::kSignalOwnGroupOnly, setup.runner)) {
+    Refuse(failed);
   }
-  if (sandbox.dropPrivileges) {
-    SetLimit(RLIMIT_NPROC, kChildProcesses, kChildProcesses);
-    // Groups first, then the gid, then the uid: once the uid is gone, nothing else can change.
-    if (setgroups(0, nullptr) != 0 || setresgid(kSandboxGid, kSandboxGid, kSandboxGid) != 0 ||
-        setresuid(kSandboxUid, kSandboxUid, kSandboxUid) != 0) {
-      Refuse("the sandbox uid");
-    }
-  }
-  if (chdir("/") != 0) Refuse("chdir");  // the runner's folder is not the child's
-  // No set-uid program can give privileges back; and the child ends with the runner. Both come
-  // after the uid change, which would clear the parent-death signal; checking that the runner
-  // is still there closes the race with its death.
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) Refuse("PR_SET_NO_NEW_PRIVS");
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != setup.runner) Refuse("PR_SET_PDEATHSIG");
-  if (sandbox.seccomp && !ApplySeccomp(SignalPolicy::kSignalOwnGroupOnly)) Refuse(LastConfinementStep());
   // Last, so that nothing above runs out of room: the memory limit binds static constructors.
   if (setup.addressSpaceBytes > 0) SetLimit(RLIMIT_AS, setup.addressSpaceBytes, setup.addressSpaceBytes);
   std::vector<char*> env;

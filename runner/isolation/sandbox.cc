@@ -1,10 +1,13 @@
 #include "sandbox.h"
 
+#include <grp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
-#include "confinement.h"
 
 namespace wb {
 
@@ -61,6 +64,27 @@ const SandboxPlan& CurrentSandbox() {
     return p;
   }();
   return plan;
+}
+
+const char* ApplySandbox(const SandboxPlan& plan, const FilesystemView& view, const std::string& scratch,
+                         SignalPolicy signals, pid_t runner) {
+  constexpr rlim_t kProcesses = 256;  // threads count too: room for OpenMP or a compiler, not a fork bomb
+  if (plan.namespaces && !EnterNamespaces(view, scratch, plan.dropPrivileges)) return LastConfinementStep();
+  if (plan.dropPrivileges) {
+    const rlimit processes{kProcesses, kProcesses};
+    setrlimit(RLIMIT_NPROC, &processes);
+    // Groups first, then the gid, then the uid: once the uid is gone, nothing else can change.
+    if (setgroups(0, nullptr) != 0 || setresgid(kSandboxGid, kSandboxGid, kSandboxGid) != 0 ||
+        setresuid(kSandboxUid, kSandboxUid, kSandboxUid) != 0) {
+      return "the sandbox uid";
+    }
+  }
+  if (chdir("/") != 0) return "chdir";  // the runner's folder is not the child's
+  // Both after the uid change, which would clear the parent-death signal.
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return "PR_SET_NO_NEW_PRIVS";
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != runner) return "PR_SET_PDEATHSIG";
+  if (plan.seccomp && !ApplySeccomp(signals)) return LastConfinementStep();
+  return nullptr;
 }
 
 }  // namespace wb

@@ -18,6 +18,8 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "confinement.h"
+
 namespace wb {
 
 // A uid and gid outside Debian's ranges for users (1000-59999), packages (60000-64999) and
@@ -34,5 +36,13 @@ struct SandboxPlan {
 };
 
 const SandboxPlan& CurrentSandbox();
+
+// In a forked child, once its descriptors are in place: the steps the plan holds, in this
+// order, the same for the student's child and for the compiler: the namespaces and the view,
+// the sandbox uid (with a process-count limit), "/" as the working folder, no new
+// privileges, death with the runner (checked against `runner`, which closes the race with
+// its death), and the seccomp filter. Returns the step that failed, or nullptr.
+const char* ApplySandbox(const SandboxPlan& plan, const FilesystemView& view, const std::string& scratch,
+                         SignalPolicy signals, pid_t runner);
 
 }  // namespace wb
