@@ -41,6 +41,21 @@ bool ReadAll(const std::string& path, std::string& out) {
 
 uint64_t HashText(const std::string& text, uint64_t hash) { return Fnv1a64(text.data(), text.size(), hash); }
 
+// One file into the key: its name and content, or for a large one (a precompiled header,
+// tens of MiB, which only the build writes) its size and time.
+uint64_t HashFile(const fsys::path& file, uint64_t key) {
+  std::error_code ec;
+  key = HashText(file.string(), key);
+  const uintmax_t size = fsys::file_size(file, ec);
+  if (ec) return HashText("missing", key);
+  std::string text;
+  if (size > kHashedFileBytes) {
+    const auto time = fsys::last_write_time(file, ec).time_since_epoch().count();
+    return HashText(fmt::format("{} {}", size, time), key);
+  }
+  return ReadAll(file.string(), text) ? HashText(text, key) : key;
+}
+
 // Every file the compiler may include from a folder (its own folder for the stage file,
 // the contract headers): names and contents, in name order.
 uint64_t HashFolder(const fsys::path& folder, uint64_t key) {
@@ -50,17 +65,7 @@ uint64_t HashFolder(const fsys::path& folder, uint64_t key) {
     if (entry.is_regular_file(ec)) files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
-  for (const auto& file : files) {
-    key = HashText(file.string(), key);
-    const uintmax_t size = fsys::file_size(file, ec);
-    std::string text;
-    if (size > kHashedFileBytes) {
-      const auto time = fsys::last_write_time(file, ec).time_since_epoch().count();
-      key = HashText(fmt::format("{} {}", size, time), key);
-    } else if (ReadAll(file.string(), text)) {
-      key = HashText(text, key);
-    }
-  }
+  for (const auto& file : files) key = HashFile(file, key);
   return key;
 }
 
@@ -145,6 +150,15 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   key = HashText(libraryBytes, key);
   if (thinArchive) key = HashFolder(libraryObjects, key);
   key = HashFolder(contracts, key);
+  // The prelude's two files, when this build has them: a .gch that is missing or out of
+  // date is not an error, since GCC then reads the header itself.
+  std::vector<std::string> preludeFiles;  // the header first, then its .gch
+  const fsys::path prelude = setup.prelude.empty() ? fsys::path() : fsys::absolute(setup.prelude);
+  if (!prelude.empty() && fsys::is_regular_file(prelude, ec)) {
+    preludeFiles.push_back(prelude.string());
+    if (fsys::is_regular_file(prelude.string() + ".gch", ec)) preludeFiles.push_back(prelude.string() + ".gch");
+    for (const auto& file : preludeFiles) key = HashFile(file, key);
+  }
   for (const auto& part : setup.compiler) key = HashText(part, key);
   for (const auto& flag : setup.flags) key = HashText(flag, key);
 
@@ -181,6 +195,7 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   const std::string output = work + "/harness";
   std::vector<std::string> argv = setup.compiler;
   argv.insert(argv.end(), setup.flags.begin(), setup.flags.end());
+  if (!preludeFiles.empty()) argv.insert(argv.end(), {"-include", preludeFiles[0]});
   // The whole harness library is linked, not just the members the student's object needs,
   // so a file that defines `main` or any of the harness's own symbols is a link error
   // ("multiple definition"), never a silent replacement of the harness.
@@ -189,6 +204,7 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   CompilerView view;
   view.readOnly = {sourcePath.parent_path().string(), contracts.string(), library.string()};
   if (thinArchive) view.readOnly.push_back(libraryObjects.string());
+  view.readOnly.insert(view.readOnly.end(), preludeFiles.begin(), preludeFiles.end());
   view.writable = work;
   CompileLimits limits;
   limits.wallSeconds = setup.wallSeconds;

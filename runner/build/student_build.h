@@ -3,8 +3,8 @@
 //
 // Contract: a file that does not compile is a result (compiled = false, with the
 // compiler's messages), not an error; errors are for a missing file or a compiler that
-// cannot run. A build is reused while the file, the contract headers, the flags and the
-// harness library are unchanged, so a re-run after no edit costs nothing.
+// cannot run. A build is reused while the file, the contract headers, the prelude, the
+// flags and the harness library are unchanged, so a re-run after no edit costs nothing.
 #pragma once
 
 #include <string>
@@ -19,6 +19,9 @@ struct CompilerSetup {
   std::vector<std::string> flags;
   std::string contractsDir;
   std::string cacheDir;
+  // A header of standard includes given to the compiler with -include, its precompiled form
+  // (PRELUDE.gch) beside it; "" for none. It only speeds the compile up.
+  std::string prelude;
   double wallSeconds = 60;  // the compiler's time limit
 };
 

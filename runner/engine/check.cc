@@ -68,6 +68,7 @@ Expected<Implementation> PrepareImplementation(const CheckOptions& o, const Stag
   setup.flags.insert(setup.flags.end(), stage.compileFlags.begin(), stage.compileFlags.end());
   setup.contractsDir = paths.Source("contracts");
   setup.cacheDir = paths.Build("student");
+  setup.prelude = build.studentPrelude;
   setup.wallSeconds = o.compileSeconds;
   // One cached build per stage, per tree and per harness (the check's or the bench's), so
   // graders can check many trees at once and a bench does not undo a check's build.

@@ -100,13 +100,29 @@ bool Place(const std::string& path, const std::string& root, bool readOnly) {
   return !readOnly || RemountReadOnly(target) || Fail("read-only remount");
 }
 
+// Whether the last EnterNamespaces in this process gave the view a /proc of its own.
+bool g_privateProc = false;
+
+// /proc for the view: where the runner may mount one (root), a procfs instance of its own
+// with hidepid=invisible, in which processes of other uids (the runner) do not exist
+// (proc(5), "hidepid"; one instance per mount since Linux 5.8). Elsewhere (a user namespace
+// does not own the host's pid namespace, so it may not mount procfs) the host's /proc,
+// bound read-only.
+bool PlaceProc(const std::string& root) {
+  const std::string target = root + "/proc";
+  if (mkdir(target.c_str(), 0555) != 0 && errno != EEXIST) return Fail("mkdir of /proc");
+  g_privateProc = mount("proc", target.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+                        "hidepid=invisible") == 0;
+  return g_privateProc || Place("/proc", root, true);
+}
+
 }  // namespace
 
 const char* LastConfinementStep() { return g_failedStep; }
 
 FilesystemView SystemView() {
   FilesystemView view;
-  view.readOnly = {"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc"};
+  view.readOnly = {"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
   return view;
 }
 
@@ -141,6 +157,7 @@ bool EnterNamespaces(const FilesystemView& view, const std::string& scratch, boo
   for (const std::string& path : view.readOnly) {
     if (!Place(path, scratch, true)) return false;
   }
+  if (!PlaceProc(scratch)) return false;
   for (const std::string& path : view.writable) {
     if (!Place(path, scratch, false)) return false;
   }
@@ -163,19 +180,21 @@ bool EnterNamespaces(const FilesystemView& view, const std::string& scratch, boo
 namespace {
 
 // Runs `step` in a throwaway child; empty when it worked, else the child's reason.
+// `step` returns 0 when it failed, else 1 + a small number for the caller, which `detail`
+// (optional) receives.
 template <typename Step>
-std::string TryInChild(Step step) {
+std::string TryInChild(Step step, int* detail = nullptr) {
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) return fmt::format("pipe: {}", std::strerror(errno));
   const pid_t pid = fork();
   if (pid == 0) {
     close(report[0]);
-    const bool ok = step();
-    if (!ok) {
+    const int code = step();
+    if (code == 0) {
       const std::string why = fmt::format("{}: {}", g_failedStep, std::strerror(errno));
       (void)!write(report[1], why.data(), why.size());
     }
-    _exit(ok ? 0 : 1);
+    _exit(code == 0 ? 1 : code - 1);
   }
   close(report[1]);
   if (pid < 0) {
@@ -187,7 +206,10 @@ std::string TryInChild(Step step) {
   close(report[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  if (WIFEXITED(status) && why[0] == '\0') {
+    if (detail != nullptr) *detail = WEXITSTATUS(status);
+    return "";
+  }
   return why[0] != '\0' ? std::string(why) : "the trial child died";
 }
 
@@ -201,8 +223,11 @@ const ConfinementProbe& ProbeConfinement() {
       p.whyNot = fmt::format("cannot make a folder to try them in: {}", std::strerror(errno));
     } else {
       const bool asRoot = geteuid() == 0;
-      p.whyNot = TryInChild([&] { return EnterNamespaces(SystemView(), scratch, asRoot); });
+      int procAnswer = 0;  // 1: the view had a /proc of its own
+      p.whyNot = TryInChild([&] { return EnterNamespaces(SystemView(), scratch, asRoot) ? 1 + g_privateProc : 0; },
+                            &procAnswer);
       p.namespaces = p.whyNot.empty();
+      p.privateProc = p.namespaces && procAnswer == 1;
       rmdir(scratch);
     }
     p.whyNoSeccomp = TryInChild([] {

@@ -34,13 +34,16 @@ struct FilesystemView {
 };
 
 // The view every confined process starts from: the system's programs, libraries and
-// configuration (/usr, /etc, the /lib and /bin links), /proc (the harness reads its own
-// memory use there), and nothing of the workbook.
+// configuration (/usr, /etc, the /lib and /bin links), and nothing of the workbook.
+// EnterNamespaces adds /proc (the harness reads its own memory use there; AddressSanitizer
+// its own maps): one of the view's own that shows only the child's uid where the runner may
+// mount it, else the host's, read-only.
 FilesystemView SystemView();
 
 struct ConfinementProbe {
   bool namespaces = false;  // EnterNamespaces works here
   std::string whyNot;       // when it does not: the step that failed and errno's words
+  bool privateProc = false; // the view's /proc is its own, hiding other uids' processes
   bool seccomp = false;     // ApplySeccomp works here (a kernel without seccomp refuses it)
   std::string whyNoSeccomp;
 };

@@ -22,7 +22,13 @@ const SandboxPlan& CurrentSandbox() {
         "no new privileges (no set-uid programs)",
         "the child is killed if the runner dies",
         "the runner cannot be traced or read while a child runs (not dumpable)",
-        "the child's process group, and whatever it started outside it, is killed after each run",
+        // In place of a pid namespace, by choice: the first process of a new pid namespace is
+        // its init, which the kernel shields from the signals it sends itself
+        // (pid_namespaces(7)), so abort() or raise() in the student's code would not end it
+        // as they end any other program, and the report could not say what happened.
+        "the child's process group, and whatever it started outside it, is killed after each run (the runner "
+        "is their subreaper, instead of a pid namespace, whose init the kernel would shield from abort() and "
+        "raise())",
     };
     if (p.dropPrivileges) {
       p.inForce.push_back("the child runs as uid 65533, not as root, with no groups");
@@ -42,6 +48,13 @@ const SandboxPlan& CurrentSandbox() {
           "hidden suites, no solutions, no report paths) for the child, and the stage folder and contract headers "
           "for the compiler");
       p.inForce.push_back("no network");
+      if (probe.privateProc) {
+        p.inForce.push_back("a /proc of the child's own, in which the runner and other users' processes do not exist");
+      } else {
+        p.missing.push_back(
+            "a /proc of the child's own: only root may mount one, so the child sees the host's /proc, read-only "
+            "(other processes' command lines, not their memory: the runner is not dumpable)");
+      }
     } else {
       p.missing.push_back(fmt::format("mount, network and IPC namespaces, and with them the filesystem view and no "
                                       "network: this machine refuses them ({})",

@@ -63,6 +63,7 @@ struct StageBuild {
   const char* solutionHarness = "";  // the solution's prebuilt child
   const char* benchHarnessLibrary = "";  // linked with a student's stage file for `bench`; "": none
   const char* solutionBench = "";        // the solution's prebuilt bench child
+  const char* studentPrelude = "";  // the standard headers, precompiled beside it (.gch)
   std::unique_ptr<StageDriver> (*makeDriver)() = nullptr;
 };
 

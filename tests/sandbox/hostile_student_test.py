@@ -68,6 +68,12 @@ def main():
                   "without namespaces, as an ordinary user, the report says the filesystem view is missing")
             print("skipped: no namespaces and not root, so nothing keeps the child from the report's folder "
                   "(the report says so); CI and Gradescope run as root, where it is checked")
+        if "a /proc of the child's own" in in_force:
+            check("attack: see the runner in /proc: No such file or directory" in said,
+                  "the runner does not exist in the child's /proc")
+        else:
+            check("attack: see the runner in /proc:" in said, "the child looked for the runner in /proc")
+            print("skipped: the child's /proc is the host's (only root may mount one of its own; the report says so)")
         # The run is over: no process of the daemon's name may be left, and no proof of it.
         left = [p for p in os.listdir("/proc") if p.isdigit() and open_comm(p) == daemon]
         check(not left, f"the setsid daemon was gone when the check ended (left: {left})")
