@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "../../common/fnv1a.h"
+#include "../isolation/run_folder.h"
 #include "../isolation/sandbox.h"
 #include "process.h"
 
@@ -29,6 +30,7 @@ constexpr size_t kShownErrors = 3;                 // errors shown in full; the 
 constexpr size_t kShownCompilerBytes = 16 * 1024;  // at most this much compiler output
 constexpr uintmax_t kHashedFileBytes = 1 << 20;    // larger files in the stage folder: size and time
 constexpr size_t kKeptBuildsPerName = 3;           // cached builds kept per stage, tree and harness
+constexpr const char* kHeadersRecord = ".headers"; // beside a build: every file its compile read
 
 bool ReadAll(const std::string& path, std::string& out) {
   std::ifstream in(path, std::ios::binary);
@@ -110,19 +112,70 @@ std::string TrimCompilerOutput(const std::string& output, uint64_t totalBytes) {
   return text;
 }
 
-// Older builds of the same name, beyond the newest few: a build is never replaced in place,
-// so a check still running one is unaffected.
+// Older builds of the same name, beyond the newest few, each with its record of headers: a
+// build is never replaced in place, so a check still running one is unaffected.
 void PruneOldBuilds(const fsys::path& cacheDir, const std::string& cacheName) {
   std::error_code ec;
   std::vector<std::pair<fsys::file_time_type, fsys::path>> builds;
   for (const auto& entry : fsys::directory_iterator(cacheDir, ec)) {
-    if (entry.path().filename().string().rfind(cacheName + "-", 0) == 0) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(cacheName + "-", 0) == 0 && entry.path().extension() != kHeadersRecord) {
       builds.emplace_back(entry.last_write_time(ec), entry.path());
     }
   }
   if (builds.size() <= kKeptBuildsPerName) return;
   std::sort(builds.begin(), builds.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t i = kKeptBuildsPerName; i < builds.size(); ++i) fsys::remove(builds[i].second, ec);
+  for (size_t i = kKeptBuildsPerName; i < builds.size(); ++i) {
+    fsys::remove(builds[i].second, ec);
+    fsys::remove(builds[i].second.string() + kHeadersRecord, ec);
+  }
+}
+
+// What a file of the build's record says of it: "SIZE MTIME PATH", MTIME in nanoseconds.
+std::string Stamp(const std::string& path) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) return fmt::format("missing {}", path);
+  return fmt::format("{} {} {}", info.st_size, info.st_mtim.tv_sec * 1000000000LL + info.st_mtim.tv_nsec, path);
+}
+
+// The files the compiler read, from the make rule it wrote (-MD -MF): the names after
+// "target: ", split at blanks and at backslash-newlines, a space within a name escaped by a
+// backslash. Empty when the rule cannot be read.
+std::vector<std::string> ReadDependencies(const std::string& rule) {
+  std::string text;
+  if (!ReadAll(rule, text)) return {};
+  const size_t colon = text.find(": ");
+  if (colon == std::string::npos) return {};
+  std::vector<std::string> files;
+  std::string current;
+  for (size_t i = colon + 2; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == ' ' || text[i + 1] == '\n')) {
+      if (text[i + 1] == ' ') current += ' ';
+      ++i;
+    } else if (c == ' ' || c == '\n' || c == '\t') {
+      if (!current.empty()) files.push_back(current);
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (!current.empty()) files.push_back(current);
+  return files;
+}
+
+// Whether every file a cached build's record names is as it was when the build was made: the
+// key covers the stage folder, the contracts and the prelude; this covers the system's
+// headers too (a library upgraded since), which no key computed before compiling can know.
+bool HeadersUnchanged(const std::string& executable) {
+  std::string record;
+  if (!ReadAll(executable + kHeadersRecord, record)) return false;
+  std::istringstream lines(record);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t path = line.find(' ', line.find(' ') + 1);
+    if (path == std::string::npos || Stamp(line.substr(path + 1)) != line) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -170,17 +223,16 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   }
   StudentBinary binary;
   binary.executable = (cacheDir / fmt::format("{}-{:016x}", cacheName, key)).string();
-  if (access(binary.executable.c_str(), X_OK) == 0) {
+  if (access(binary.executable.c_str(), X_OK) == 0 && HeadersUnchanged(binary.executable)) {
     binary.compiled = true;
     return binary;
   }
 
   // The compiler writes into a folder of its own, which only it (the sandbox uid, when the
   // runner is root) may write; the build then moves into the cache under its key.
-  std::string work = (cacheDir / ".compile-XXXXXX").string();
-  if (mkdtemp(work.data()) == nullptr) {
-    return SystemError(fmt::format("{}: cannot make a folder to compile in: {}", cacheDir.string(), std::strerror(errno)));
-  }
+  auto made = MakeRunFolder(cacheDir.string(), ".compile-");
+  if (!made.ok()) return made.error();
+  const std::string work = *made;
   struct RemoveWork {
     std::string path;
     ~RemoveWork() {
@@ -199,8 +251,9 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   // The whole harness library is linked, not just the members the student's object needs,
   // so a file that defines `main` or any of the harness's own symbols is a link error
   // ("multiple definition"), never a silent replacement of the harness.
-  argv.insert(argv.end(), {"-I", contracts.string(), sourcePath.string(), "-Wl,--whole-archive", library.string(),
-                           "-Wl,--no-whole-archive", "-o", output});
+  const std::string dependencies = work + "/harness.d";
+  argv.insert(argv.end(), {"-MD", "-MF", dependencies, "-I", contracts.string(), sourcePath.string(),
+                           "-Wl,--whole-archive", library.string(), "-Wl,--no-whole-archive", "-o", output});
   CompilerView view;
   view.readOnly = {sourcePath.parent_path().string(), contracts.string(), library.string()};
   if (thinArchive) view.readOnly.push_back(libraryObjects.string());
@@ -212,6 +265,7 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   if (!ran.ok()) return ran.error();
   binary.diagnostics = TrimCompilerOutput(ran->output, ran->outputBytes);
   if (ran->timedOut || ran->exitStatus != 0) {
+    binary.stoppedAtLimit = ran->timedOut || ran->exitStatus == 128 + SIGKILL || ran->exitStatus == 128 + SIGXCPU;
     if (ran->timedOut) {
       binary.diagnostics += fmt::format("The compiler was still running after {:.0f} s, its time limit, and was stopped.\n",
                                         limits.wallSeconds);
@@ -224,7 +278,17 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   if (sandbox.dropPrivileges && chown(output.c_str(), geteuid(), getegid()) != 0) {
     return SystemError(fmt::format("{}: cannot take the build back from the compiler's uid: {}", output, std::strerror(errno)));
   }
-  fsys::rename(output, binary.executable, ec);
+  // The record of what the compile read, stamped by the runner itself (the compiler only
+  // named the files). A build whose record is missing is rebuilt, never trusted.
+  std::string record;
+  for (const std::string& file : ReadDependencies(dependencies)) record += Stamp(file) + "\n";
+  const std::string recordPath = binary.executable + kHeadersRecord;
+  const std::string recordTemporary = work + "/headers";
+  if (record.empty() || !std::ofstream(recordTemporary, std::ios::binary).write(record.data(), record.size())) {
+    return SystemError(fmt::format("{}: cannot record the headers the compile read", recordTemporary));
+  }
+  fsys::rename(recordTemporary, recordPath, ec);
+  if (!ec) fsys::rename(output, binary.executable, ec);
   if (ec) return SystemError(fmt::format("{}: cannot move the new build into place: {}", binary.executable, ec.message()));
   PruneOldBuilds(cacheDir, cacheName);
   binary.compiled = true;

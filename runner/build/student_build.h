@@ -3,8 +3,10 @@
 //
 // Contract: a file that does not compile is a result (compiled = false, with the
 // compiler's messages), not an error; errors are for a missing file or a compiler that
-// cannot run. A build is reused while the file, the contract headers, the prelude, the
-// flags and the harness library are unchanged, so a re-run after no edit costs nothing.
+// cannot run. A build is reused while the stage folder, the contract headers, the prelude,
+// the flags and the harness library are unchanged (its key), and every file its compile read,
+// the system's headers included, has the size and time it had then (a record beside it);
+// so a re-run after no edit costs nothing.
 #pragma once
 
 #include <string>
@@ -29,6 +31,7 @@ struct StudentBinary {
   bool compiled = false;
   std::string executable;
   std::string diagnostics;  // what the compiler printed
+  bool stoppedAtLimit = false;  // not compiled because the compiler ran past its time or CPU limit
 };
 
 Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std::string& source,

@@ -80,6 +80,7 @@ Expected<Implementation> PrepareImplementation(const CheckOptions& o, const Stag
   if (!built.ok()) return built.error();
   impl.compiled = built->compiled;
   impl.compilerOutput = built->diagnostics;
+  impl.compileStopped = built->stoppedAtLimit;
   impl.harness = built->executable;
   return impl;
 }
@@ -137,6 +138,7 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
   if (!impl->compiled) {
     report.status = RunStatus::kCompileError;
     report.compilerOutput = impl->compilerOutput;
+    report.compileStopped = impl->compileStopped;
     return report;
   }
   // The visible suite: the quick pass, then the full pass once every quick case passed.

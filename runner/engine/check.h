@@ -50,6 +50,7 @@ struct Implementation {
   std::string harness;
   bool compiled = true;
   std::string compilerOutput;
+  bool compileStopped = false;  // the compiler ran past its limit: not the student's syntax
 };
 Expected<Implementation> PrepareImplementation(const CheckOptions& options, const StageInfo& stage,
                                                const StageBuild& build, const WorkbookPaths& paths);

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "confinement.h"
+#include "run_folder.h"
 #include "sandbox.h"
 
 namespace wb {
@@ -181,15 +182,15 @@ class PrivateHarness {
  public:
   static Expected<PrivateHarness> Copy(const std::string& harness) {
     std::error_code ec;
-    std::string pattern = (std::filesystem::temp_directory_path(ec) / "wb-sandbox-XXXXXX").string();
-    if (ec || mkdtemp(pattern.data()) == nullptr) {
-      return SystemError(fmt::format("cannot make a folder for the sandboxed child: {}", std::strerror(errno)));
-    }
+    const auto temporary = std::filesystem::temp_directory_path(ec);
+    if (ec) return SystemError(fmt::format("no temporary folder for the sandboxed child: {}", ec.message()));
+    auto folder = MakeRunFolder(temporary.string(), "wb-sandbox-");
+    if (!folder.ok()) return folder.error();
     PrivateHarness copy;
-    copy.folder_ = pattern;
-    copy.path_ = pattern + "/harness";
-    copy.scratch_ = pattern + "/view";
-    if (chmod(pattern.c_str(), 0711) != 0 || mkdir(copy.scratch_.c_str(), 0700) != 0 ||
+    copy.folder_ = *folder;
+    copy.path_ = *folder + "/harness";
+    copy.scratch_ = *folder + "/view";
+    if (chmod(folder->c_str(), 0711) != 0 || mkdir(copy.scratch_.c_str(), 0700) != 0 ||
         !std::filesystem::copy_file(harness, copy.path_, std::filesystem::copy_options::overwrite_existing, ec) ||
         chmod(copy.path_.c_str(), 0755) != 0) {
       return SystemError(fmt::format("cannot copy {} for the sandboxed child: {}", harness,

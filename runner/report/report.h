@@ -84,6 +84,7 @@ struct RunReport {
   std::string caseFile;
   RunStatus status = RunStatus::kPass;
   std::string compilerOutput;
+  bool compileStopped = false;  // kCompileError because the compiler ran past its time or CPU limit
   std::vector<CaseReport> cases;
   // The slow cases of the stage's visible suite (its full pass) that were not run because a
   // case of the quick pass failed; they run once every quick case passes (runner/engine/check.h).

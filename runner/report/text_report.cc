@@ -407,7 +407,15 @@ std::string RenderText(const RunReport& r, const TextStyle& style) {
   if (r.status == RunStatus::kCompileError) {
     out += "\n" + p.Red(fmt::format("{} does not compile.", r.source)) + " The compiler said:\n\n";
     out += Indent(r.compilerOutput, "  ");
-    out += fmt::format("\nFix the first error above, then run the check again. Lesson: {}\n", r.lesson);
+    if (r.compileStopped) {
+      // No error to point at: the file asks the compiler for too much work (a constexpr
+      // loop, a huge template expansion, an #include of something that never ends).
+      out += fmt::format("\nLook for what makes the compiler work that long (compile-time loops or recursion, huge "
+                         "constant tables), then run the check again. Lesson: {}\n",
+                         r.lesson);
+    } else {
+      out += fmt::format("\nFix the first error above, then run the check again. Lesson: {}\n", r.lesson);
+    }
     return out;
   }
   int failed = 0;

@@ -13,7 +13,7 @@ what happened, the grade is what the arithmetic deserves, and no line of the hid
 appears in any of the four report formats. What the machine does not allow (namespaces) is
 said and skipped, not failed.
 """
-import json, math, os, secrets, subprocess, sys, tempfile, time
+import json, math, os, secrets, shutil, subprocess, sys, tempfile, time
 
 FORMATS = ["json", "text", "junit", "gradescope"]
 
@@ -99,6 +99,9 @@ def main():
         check(report(results).get("status") == "compile_error" and "time limit" in results["text"][1]
               and results["text"][3] < 60,
               f"compile-forever: stopped at the compile time limit ({results['text'][3]:.1f} s)")
+        check("Fix the first error above" not in results["text"][1]
+              and "what makes the compiler work that long" in results["text"][1],
+              "compile-forever: the advice is about the compile's length, not a first error")
         errors = "".join(f"int e{i} = undefined_name_{i};\n" for i in range(4000))
         results = run("many-errors", errors + solution_text, formats=["json", "text"])
         compiler = report(results).get("compiler_output", "") or results["text"][1]
@@ -182,6 +185,45 @@ def main():
                            capture_output=True, text=True, timeout=600)
         check(p.returncode == 2 and "too large to grade" in p.stderr and huge in p.stderr and not p.stdout.strip(),
               f"huge-scales: refused as bad case data, naming the file (exit {p.returncode}: {p.stderr.strip()[:160]})")
+
+        # 11. A runner killed by a watchdog leaves its run folders; the next check removes
+        # them (their runner is dead), and not those of a runner still alive (this test).
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        temporary = tempfile.gettempdir()
+        left = [os.path.join(temporary, f"wb-sandbox-{dead.pid}-leftover"), os.path.join(cache, f".compile-{dead.pid}-leftover")]
+        alive = [os.path.join(temporary, f"wb-sandbox-{os.getpid()}-inuse"), os.path.join(cache, f".compile-{os.getpid()}-inuse")]
+        for folder in left + alive:
+            os.makedirs(os.path.join(folder, "view"), exist_ok=True)
+        open(os.path.join(stage, "block.cc"), "a").write("\n// one more edit, so that the file compiles again\n")
+        p = subprocess.run([workbook, "check", "1", "--stages-dir", tree, "--format", "json"],
+                           capture_output=True, text=True, timeout=600)
+        check(p.returncode in (0, 1) and not any(os.path.exists(f) for f in left) and all(os.path.isdir(f) for f in alive),
+              f"leftovers: a dead runner's run folders are removed, a live one's kept "
+              f"(left: {[f for f in left if os.path.exists(f)]}, kept: {[f for f in alive if os.path.isdir(f)]})")
+        for folder in alive:
+            shutil.rmtree(folder, ignore_errors=True)
+
+        # 12. The cache trusts a build only while every file its compile read (the system's
+        # headers too) is as it was: a record that no longer matches means a rebuild.
+        source = os.path.join(stage, "block.cc")
+        records = sorted((os.path.join(cache, n) for n in os.listdir(cache) if n.endswith(".headers")
+                          and source in open(os.path.join(cache, n)).read()), key=os.path.getmtime)[-1:]
+        check(len(records) == 1 and any("/usr/include/" in line for line in open(records[0])),
+              f"headers: the newest build of this tree has a record of what it read, system headers included")
+        if len(records) == 1:
+            build = records[0][:-len(".headers")]
+            lines = open(records[0]).read().splitlines()
+            system = next(i for i, line in enumerate(lines) if "/usr/include/" in line)
+            lines[system] = "1 1 " + lines[system].split(" ", 2)[2]  # as if that header had changed since
+            stale = lines[system]
+            open(records[0], "w").write("\n".join(lines) + "\n")
+            built = os.stat(build).st_mtime_ns
+            p = subprocess.run([workbook, "check", "1", "--stages-dir", tree, "--format", "json"],
+                               capture_output=True, text=True, timeout=600)
+            check(p.returncode in (0, 1) and os.stat(build).st_mtime_ns != built
+                  and stale not in open(records[0]).read().splitlines(),
+                  "headers: a changed system header makes the next check rebuild, and records it anew")
 
     return 1 if failures else 0
 
