@@ -43,18 +43,21 @@ bool ReadAll(const std::string& path, std::string& out) {
 
 uint64_t HashText(const std::string& text, uint64_t hash) { return Fnv1a64(text.data(), text.size(), hash); }
 
+// What a file of the build's record says of it: "SIZE MTIME PATH", MTIME in nanoseconds.
+std::string Stamp(const std::string& path) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) return fmt::format("missing {}", path);
+  return fmt::format("{} {} {}", info.st_size, info.st_mtim.tv_sec * 1000000000LL + info.st_mtim.tv_nsec, path);
+}
+
 // One file into the key: its name and content, or for a large one (a precompiled header,
-// tens of MiB, which only the build writes) its size and time.
+// tens of MiB, which only the build writes) its stamp.
 uint64_t HashFile(const fsys::path& file, uint64_t key) {
   std::error_code ec;
   key = HashText(file.string(), key);
   const uintmax_t size = fsys::file_size(file, ec);
-  if (ec) return HashText("missing", key);
   std::string text;
-  if (size > kHashedFileBytes) {
-    const auto time = fsys::last_write_time(file, ec).time_since_epoch().count();
-    return HashText(fmt::format("{} {}", size, time), key);
-  }
+  if (ec || size > kHashedFileBytes) return HashText(Stamp(file.string()), key);
   return ReadAll(file.string(), text) ? HashText(text, key) : key;
 }
 
@@ -129,13 +132,6 @@ void PruneOldBuilds(const fsys::path& cacheDir, const std::string& cacheName) {
     fsys::remove(builds[i].second, ec);
     fsys::remove(builds[i].second.string() + kHeadersRecord, ec);
   }
-}
-
-// What a file of the build's record says of it: "SIZE MTIME PATH", MTIME in nanoseconds.
-std::string Stamp(const std::string& path) {
-  struct stat info {};
-  if (stat(path.c_str(), &info) != 0) return fmt::format("missing {}", path);
-  return fmt::format("{} {} {}", info.st_size, info.st_mtim.tv_sec * 1000000000LL + info.st_mtim.tv_nsec, path);
 }
 
 // The files the compiler read, from the make rule it wrote (-MD -MF): the names after
@@ -265,11 +261,12 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   if (!ran.ok()) return ran.error();
   binary.diagnostics = TrimCompilerOutput(ran->output, ran->outputBytes);
   if (ran->timedOut || ran->exitStatus != 0) {
-    binary.stoppedAtLimit = ran->timedOut || ran->exitStatus == 128 + SIGKILL || ran->exitStatus == 128 + SIGXCPU;
+    const bool cpuLimit = ran->exitStatus == 128 + SIGKILL || ran->exitStatus == 128 + SIGXCPU;
+    binary.stoppedAtLimit = ran->timedOut || cpuLimit;
     if (ran->timedOut) {
       binary.diagnostics += fmt::format("The compiler was still running after {:.0f} s, its time limit, and was stopped.\n",
                                         limits.wallSeconds);
-    } else if (ran->exitStatus == 128 + SIGKILL || ran->exitStatus == 128 + SIGXCPU) {
+    } else if (cpuLimit) {
       binary.diagnostics += "The compiler was stopped at its CPU-time limit.\n";
     }
     binary.compiled = false;
