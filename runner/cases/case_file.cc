@@ -17,6 +17,53 @@ using nlohmann::json;
 
 std::string TypeName(const json& v) { return v.type_name(); }
 
+// An integer field from 1 to `most`, or absent (then `into` keeps its value).
+Status ReadCount(const json& c, const std::string& named, const char* key, int most, int& into) {
+  if (!c.contains(key)) return Status::Ok();
+  if (!c[key].is_number_integer() || c[key].get<int64_t>() < 1 || c[key].get<int64_t>() > most) {
+    return BadData(fmt::format("{}.{} must be an integer from 1 to {}", named, key, most));
+  }
+  into = static_cast<int>(c[key].get<int64_t>());
+  return Status::Ok();
+}
+
+// threads, and the fields of a kernel case, as the stage's row allows them.
+Status ReadKernelFields(const json& c, const std::string& named, const StageInfo& stage, CaseSpec& spec) {
+  if (auto read = ReadCount(c, named, "threads", kMaxCaseThreads, spec.threads); !read.ok()) return read;
+  if (!c.contains("kernel")) {
+    for (const char* key : {"out", "in", "accumulate"}) {
+      if (c.contains(key)) return BadData(fmt::format("{}: '{}' belongs to a kernel case, and this case names no 'kernel'", named, key));
+    }
+    return Status::Ok();
+  }
+  std::string names;
+  for (const auto& k : stage.kernels) names += (names.empty() ? "" : ", ") + k.name;
+  const KernelInfo* kernel = c["kernel"].is_string() ? stage.FindKernel(c["kernel"].get<std::string>()) : nullptr;
+  if (kernel == nullptr) return BadData(fmt::format("{}.kernel must be one of {}", named, names));
+  spec.kernel = kernel->name;
+  for (const char* key : {"out", "in", "accumulate"}) {
+    if (kernel->Takes(key) == c.contains(key) || std::string(key) == "accumulate") continue;
+    return BadData(fmt::format("{}: a {} case {} '{}'", named, kernel->name, kernel->Takes(key) ? "needs" : "takes no",
+                               key));
+  }
+  if (c.contains("accumulate") && !kernel->Takes("accumulate")) {
+    return BadData(fmt::format("{}: a {} case takes no 'accumulate'", named, kernel->name));
+  }
+  if (auto read = ReadCount(c, named, "out", kMaxKernelSide, spec.out); !read.ok()) return read;
+  if (auto read = ReadCount(c, named, "in", kMaxKernelSide, spec.in); !read.ok()) return read;
+  if (c.contains("accumulate")) {
+    if (!c["accumulate"].is_boolean()) return BadData(fmt::format("{}.accumulate must be true or false", named));
+    spec.accumulate = c["accumulate"].get<bool>();
+  }
+  const int64_t T = spec.T;
+  if (int64_t{spec.out} * spec.in > kMaxKernelFloats || T * spec.in > kMaxKernelFloats ||
+      T * spec.out > kMaxKernelFloats) {
+    return BadData(fmt::format("{}: T={}, out={}, in={} makes a matrix of more than {} floats", named, spec.T,
+                               spec.out, spec.in, kMaxKernelFloats));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int CaseSpec::Tokens() const {
@@ -63,9 +110,11 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
     for (const auto& [key, value] : c.items()) {
       static const std::set<std::string> kKnown = {"name", "T", "steps", "seed", "x_scale", "w_scale",
                                                    "hidden", "slow", "points", "description"};
-      if (!kKnown.count(key)) {
+      static const std::set<std::string> kKernelStage = {"threads", "kernel", "out", "in", "accumulate"};
+      if (!kKnown.count(key) && !(kKernelStage.count(key) && !stage->kernels.empty())) {
         return fail(fmt::format("{}: unknown field '{}' (expected name, T or steps, seed, x_scale, w_scale, "
-                                "hidden, slow, points, description)", at, key));
+                                "hidden, slow, points, description{})", at, key,
+                                stage->kernels.empty() ? "" : ", threads, kernel, out, in, accumulate"));
       }
     }
     CaseSpec spec;
@@ -134,6 +183,7 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
       if (!c["slow"].is_boolean()) return fail(fmt::format("{}.slow must be true or false", named));
       spec.slow = c["slow"].get<bool>();
     }
+    if (auto kernel = ReadKernelFields(c, named, *stage, spec); !kernel.ok()) return fail(kernel.error().message);
     if (c.contains("description") && !c["description"].is_string()) {
       return fail(fmt::format("{}.description must be text", named));
     }

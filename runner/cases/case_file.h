@@ -14,6 +14,12 @@
 // every case. A case file given with --cases runs every case, in file order.
 // A stage whose row of data/stages.json has "case_length": "steps" gives
 // "steps": [n0, n1, ...] (tokens per call) instead of "T".
+// A stage whose row lists kernels also takes, in any case,
+//               "threads": 2,                        optional: threads the code may use (1 to 64)
+// and kernel cases, which check one kernel on its own instead of calling the stage function:
+//               "kernel": "matmul",                  one of the row's kernels
+//               "out": 77, "in": 515,                the matmul shape, for kernels whose row lists them
+//               "accumulate": true                   y += x . W^T, for kernels whose row lists it
 //
 // Contract: LoadCaseFile accepts exactly this, for a stage of the table; anything else is
 // a BadData error naming the file and the field ("cases[2].T"), including unknown fields,
@@ -42,6 +48,12 @@ struct CaseSpec {
   bool hidden = false;
   bool slow = false;        // part of the full pass only
   double points = 1.0;      // per checkpoint
+  int threads = 1;
+  // A kernel case: the kernel ("" for a case of the stage function) and its shape.
+  std::string kernel;
+  int out = 0;
+  int in = 0;
+  bool accumulate = false;
 
   int Tokens() const;       // T, or the sum of steps
 };
@@ -54,6 +66,11 @@ struct CaseFile {
 
 // The largest sequence a case may ask for (MAX_T of the decoding stages' contracts).
 constexpr int kMaxCaseTokens = 4096;
+// The most threads a case may give its code, and the largest kernel matrix side and size
+// (floats of W, x or y): a kernel case's buffers stay within 64 MiB each.
+constexpr int kMaxCaseThreads = 64;
+constexpr int kMaxKernelSide = 8192;
+constexpr int64_t kMaxKernelFloats = int64_t{1} << 24;
 
 Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pathForMessages,
                                  const StageTable& stages);

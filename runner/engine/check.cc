@@ -129,6 +129,8 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
   report.source = Shown(impl->source, paths.sourceRoot);
   report.lesson = stage->lesson;
   report.caseFile = Shown(casesPath, paths.sourceRoot);
+  report.compileFlags = {WB_STUDENT_FLAGS};
+  report.compileFlags.insert(report.compileFlags.end(), stage->compileFlags.begin(), stage->compileFlags.end());
   if (const StageInfo* next = table->Next(stage->number)) {
     report.nextStage = next->available
                            ? fmt::format("stage {}: {} ({}): ./workbook check {}", next->number, next->title,

@@ -170,4 +170,21 @@ std::string DescribeWritten(SharedRegion& region, std::span<const uint32_t> outp
   return text;
 }
 
+CaseFindings FindingsOfChild(const ChildOutcome& outcome, SharedRegion& region, const std::string& function,
+                             const ChildLimits& limits, std::span<const uint32_t> outputs, bool allUnwritten) {
+  CaseFindings findings;
+  findings.allUnwritten = allUnwritten;
+  findings.canaryNotes = DescribeCanaryDamage(region);
+  findings.outputFlood = DescribeOutputFlood(outcome, limits.outputLimitBytes);
+  findings.leftoverProcesses = outcome.leftoverProcesses;
+  if (const auto stopped = StatusOfEnding(outcome.ending)) {
+    CaseStop stop{.status = *stopped,
+                  .headline = DescribeEnding(outcome, region, function, limits.wallSeconds, limits.memoryBytes),
+                  .notes = findings.canaryNotes};
+    stop.notes.push_back("when it stopped: " + DescribeWritten(region, outputs));
+    findings.stop = std::move(stop);
+  }
+  return findings;
+}
+
 }  // namespace wb

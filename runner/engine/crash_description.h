@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../isolation/child_process.h"
+#include "case_verdict.h"
 #include "../isolation/shared_region.h"
 
 namespace wb {
@@ -25,5 +26,11 @@ std::vector<std::string> DescribeCanaryDamage(const SharedRegion& region);
 // "norm1 complete, q 1024 of 2048 elements written, k not written, ..." for the outputs
 // (slots of the region, in the order given).
 std::string DescribeWritten(SharedRegion& region, std::span<const uint32_t> outputs);
+
+// What a case of one child learns from how it ended, for Conclude (case_verdict.h): the
+// stop (with the sentence above and what `outputs` held when it came), the canary damage,
+// an output flood and leftover processes. `allUnwritten` is the checkpoint engine's.
+CaseFindings FindingsOfChild(const ChildOutcome& outcome, SharedRegion& region, const std::string& function,
+                             const ChildLimits& limits, std::span<const uint32_t> outputs, bool allUnwritten);
 
 }  // namespace wb

@@ -31,6 +31,12 @@ class Region {
       Fail("the runner laid out the region for another call layout: rebuild the workbook");
     }
   }
+  // Whether the runner laid the region out as L: for a stage whose cases use several layouts
+  // (stage 3's kernel cases and block cases), which one this call is.
+  template <CallLayout L>
+  bool Holds() const {
+    return header_->layoutId == L::kId && header_->bufferCount == L::kBufferCount;
+  }
   template <CallLayout L>
   typename L::Params Params() const {
     typename L::Params params;

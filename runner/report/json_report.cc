@@ -57,6 +57,7 @@ std::string RenderJson(const RunReport& r) {
       {"case_file", r.caseFile},
       {"status", ToString(r.status)},
       {"lesson", r.lesson},
+      {"compile_flags", r.compileFlags},
       {"compiler_output", r.status == RunStatus::kCompileError ? json(r.compilerOutput) : json(nullptr)},
       {"cases", json::array()},
   };

@@ -82,6 +82,9 @@ struct RunReport {
   std::string lesson;
   std::string nextStage;   // "stage 2: Decoding with a KV cache (docs/...)", empty at the end
   std::string caseFile;
+  // What the stage's code is compiled with (a student's file and the solution alike),
+  // after the compiler itself: the language, warnings and the stage's own flags.
+  std::vector<std::string> compileFlags;
   RunStatus status = RunStatus::kPass;
   std::string compilerOutput;
   bool compileStopped = false;  // kCompileError because the compiler ran past its time or CPU limit

@@ -47,7 +47,19 @@ std::string StageInfo::Reported(const std::string& name, int call) const {
   return text;
 }
 
+bool KernelInfo::Takes(const std::string& field) const {
+  return std::find(fields.begin(), fields.end(), field) != fields.end();
+}
+
+const KernelInfo* StageInfo::FindKernel(const std::string& name) const {
+  for (const auto& kernel : kernels) {
+    if (kernel.name == name) return &kernel;
+  }
+  return nullptr;
+}
+
 std::optional<std::string> StageInfo::BaseName(const std::string& reported) const {
+  if (FindKernel(reported) != nullptr) return reported;
   for (const auto& name : caseCheckpoints) {
     if (reported == name) return name;
   }
@@ -60,7 +72,9 @@ std::optional<std::string> StageInfo::BaseName(const std::string& reported) cons
 }
 
 std::vector<std::string> StageInfo::AllCheckpoints() const {
-  std::vector<std::string> all = checkpoints;
+  std::vector<std::string> all;
+  for (const auto& kernel : kernels) all.push_back(kernel.name);
+  all.insert(all.end(), checkpoints.begin(), checkpoints.end());
   all.insert(all.end(), caseCheckpoints.begin(), caseCheckpoints.end());
   return all;
 }
@@ -106,8 +120,8 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
     }
     static const std::set<std::string> kKnown = {
         "number", "dir", "file", "function", "title", "lesson", "visible", "hidden_example", "case_length",
-        "checkpoints", "case_checkpoints", "reported_as", "compile_flags", "bench", "planted", "planted_timeout",
-        "hints", "guards", "available"};
+        "kernels", "checkpoints", "case_checkpoints", "reported_as", "compile_flags", "bench", "planted",
+        "planted_timeout", "hints", "guards", "available"};
     for (const auto& [key, value] : s.items()) {
       if (!kKnown.count(key)) return fail(fmt::format("{}: unknown field '{}'", at, key));
     }
@@ -143,6 +157,28 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
              {"checkpoints", &info.checkpoints}, {"case_checkpoints", &info.caseCheckpoints},
              {"compile_flags", &info.compileFlags}}) {
       if (auto read = names_of(key, *into); !read.ok()) return read.error();
+    }
+    if (s.contains("kernels")) {
+      static const std::set<std::string> kKernelFields = {"out", "in", "accumulate"};
+      const std::string shape = fmt::format("{}.kernels must be a list of {{\"name\": ..., \"fields\": [...]}}: "
+                                            "each kernel and the case fields its cases give (out, in, accumulate)", at);
+      if (!s["kernels"].is_array() || s["kernels"].empty()) return fail(shape);
+      for (const auto& k : s["kernels"]) {
+        if (!k.is_object() || k.size() != 2 || !k.contains("name") || !k["name"].is_string() ||
+            !k.contains("fields") || !k["fields"].is_array()) {
+          return fail(shape);
+        }
+        KernelInfo kernel{.name = k["name"].get<std::string>(), .fields = {}};
+        for (const auto& field : k["fields"]) {
+          if (!field.is_string() || !kKernelFields.count(field.get<std::string>())) return fail(shape);
+          kernel.fields.push_back(field.get<std::string>());
+        }
+        if (kernel.name.empty() || info.FindKernel(kernel.name) != nullptr) {
+          return fail(fmt::format("{}.kernels: '{}' is empty or listed twice", at, kernel.name));
+        }
+        info.kernels.push_back(std::move(kernel));
+      }
+      if (caseLength != "T") return fail(fmt::format("{}: a stage with kernels has case_length \"T\"", at));
     }
     if (caseLength != "T" && caseLength != "steps") {
       return fail(fmt::format("{}.case_length is '{}'; it must be \"T\" or \"steps\"", at, caseLength));

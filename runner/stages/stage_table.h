@@ -6,8 +6,12 @@
 //   number, dir ("01-block": its folder in stages/, solutions/, runner/stages/, docs/stages/
 //   as the lesson), file, function, title, lesson, visible, hidden_example (case files),
 //   case_length ("T": one call of T tokens, or "steps": tokens per call),
-//   checkpoints (per call, in dependency order), case_checkpoints (once per case, after the
-//   calls), reported_as (how a per-call checkpoint is named in reports: "{checkpoint}" or
+//   kernels (optional: the kernels a case may check on their own, each with the case fields
+//   its cases give besides T, seed and threads, [{"name": "matmul", "fields": ["out", "in",
+//   "accumulate"]}]; a
+//   kernel case reports one checkpoint, named after its kernel, checked before any call of the
+//   stage function), checkpoints (per call, in dependency order), case_checkpoints (once per
+//   case, after the calls), reported_as (how a per-call checkpoint is named in reports: "{checkpoint}" or
 //   "step{call}.{checkpoint}"), compile_flags (what student code and the solution are
 //   compiled with, besides the language and warnings), bench (what `bench N` measures, or
 //   absent), planted (the folder of planted bugs) with planted_timeout (seconds per bug),
@@ -36,6 +40,15 @@ namespace wb {
 
 enum class CaseLength { kTokens, kSteps };
 
+// A kernel a case may check on its own, and the case fields its cases give besides T, seed
+// and threads ("out", "in", "accumulate").
+struct KernelInfo {
+  std::string name;
+  std::vector<std::string> fields;
+
+  bool Takes(const std::string& field) const;
+};
+
 struct StageInfo {
   int number = 0;
   std::string dir;       // "01-block"
@@ -46,6 +59,7 @@ struct StageInfo {
   std::string visible;   // relative to the workbook root
   std::string hiddenExample;
   CaseLength caseLength = CaseLength::kTokens;
+  std::vector<KernelInfo> kernels;           // checked on their own by kernel cases
   std::vector<std::string> checkpoints;      // per call
   std::vector<std::string> caseCheckpoints;  // once per case
   std::string reportedAs = "{checkpoint}";
@@ -63,8 +77,10 @@ struct StageInfo {
   // The table's name of a reported checkpoint ("step2.attnOut" -> "attnOut"); nullopt when
   // it is none of this stage's.
   std::optional<std::string> BaseName(const std::string& reported) const;
-  // Every checkpoint name, per call and per case, in order.
+  // Every checkpoint name: the kernels', then per call and per case, in order.
   std::vector<std::string> AllCheckpoints() const;
+  // nullptr when the stage has no such kernel.
+  const KernelInfo* FindKernel(const std::string& name) const;
 };
 
 struct StageTable {

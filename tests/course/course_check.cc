@@ -32,6 +32,7 @@
 #include "runner/cases/case_file.h"
 #include "runner/diagnose/misconceptions.h"
 #include "runner/stages/02-kv-cache/decode_misconceptions.h"
+#include "runner/stages/03-fused/kernel_checks.h"
 #include "runner/stages/stage_driver.h"
 #include "runner/stages/stage_table.h"
 #include "tests/runner/run_command.h"
@@ -82,15 +83,22 @@ TEST_CASE("every starter fails at its first checkpoint, as not implemented yet")
     const json report = CheckJson(fmt::format("check {}", stage->number), status);
     CHECK(status == 1);
     REQUIRE(!report["cases"].empty());
+    // A kernel case (its one checkpoint is a kernel of the row) fails at its kernel, every
+    // other case at the row's first checkpoint.
+    auto firstOf = [stage](const json& c) {
+      const bool kernelCase = !c["checkpoints"].empty() &&
+                              stage->FindKernel(c["checkpoints"][0]["name"].get<std::string>()) != nullptr;
+      return kernelCase ? c["checkpoints"][0]["name"].get<std::string>() : stage->Reported(stage->checkpoints.front(), 1);
+    };
     for (const auto& c : report["cases"]) {
+      CAPTURE(c["name"]);
       CHECK(c["status"] == "not_implemented");
-      CHECK(c["first_failure"] == stage->Reported(stage->checkpoints.front(), 1));
+      CHECK(c["first_failure"] == firstOf(c));
     }
     // The text a student reads: what to do first, and where to read how; no color into a pipe.
     const auto text = Workbook(fmt::format("check {}", stage->number));
     CHECK(text.status == 1);
-    CHECK(text.out.find(stage->Reported(stage->checkpoints.front(), 1) + " is not implemented yet") !=
-          std::string::npos);
+    CHECK(text.out.find(firstOf(report["cases"][0]) + " is not implemented yet") != std::string::npos);
     CHECK(text.out.find(stage->lesson) != std::string::npos);
     CHECK(text.out.find('\033') == std::string::npos);
   }
@@ -115,9 +123,15 @@ TEST_CASE("every solution passes its visible and hidden-example suites with the 
           CHECK(cp["status"] == "pass");
           CHECK(cp["misconception"].is_null());
         }
-        // Call by call, the row's checkpoints in the row's order; then the per-case ones.
+        // A kernel case: its kernel's one checkpoint. Any other: call by call, the row's
+        // checkpoints in the row's order; then the per-case ones.
         std::vector<std::string> expected;
         const auto& checkpoints = c["checkpoints"];
+        REQUIRE(!checkpoints.empty());
+        if (stage->FindKernel(checkpoints[0]["name"].get<std::string>()) != nullptr) {
+          CHECK(checkpoints.size() == 1);
+          continue;
+        }
         size_t calls = 0;
         for (const auto& cp : checkpoints) {
           if (cp["name"] == stage->Reported(stage->checkpoints.front(), static_cast<int>(calls) + 1)) ++calls;
@@ -191,6 +205,7 @@ TEST_CASE("every misconception the runner can name has graded hints") {
   std::vector<std::string> ids;
   for (const auto& m : wb::BlockMisconceptions()) ids.emplace_back(m.id);
   for (const auto& m : wb::stage02::DecodeMisconceptions()) ids.emplace_back(m.id);
+  for (const auto& id : wb::stage03::KernelMisconceptionIds()) ids.emplace_back(id);
   REQUIRE(ids.size() >= 19);
   for (const auto& id : ids) {
     CAPTURE(id);

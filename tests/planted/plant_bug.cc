@@ -3,7 +3,8 @@
 //   plant-bug SOLUTION BUG_FILE OUTPUT
 //
 // A bug file (tests/planted/stageNN/*.bug) is a few header lines, then one or more
-// "--- find" / "--- replace" sections. Each find text must occur in the solution exactly
+// "--- find" / "--- replace" sections, or one "--- whole file" section: a complete stage file
+// written another way (a correct variant that shares nothing with the solution's code). Each find text must occur in the solution exactly
 // once, so a change to the solution that moves the text breaks the build loudly instead of
 // silently planting nothing. The header lines are read by planted_check.cc.
 #include <cstdio>
@@ -30,12 +31,21 @@ struct Edit {
 
 // Splits the sections of a bug file. A section's text is every line up to the next
 // "--- " marker, each line with its newline.
-bool ParseEdits(const std::string& bug, std::vector<Edit>& edits, std::string& error) {
+bool ParseEdits(const std::string& bug, std::vector<Edit>& edits, std::string& wholeFile, std::string& error) {
   std::istringstream lines(bug);
   std::string line;
   std::string* current = nullptr;
+  bool whole = false;
   while (std::getline(lines, line)) {
-    if (line == "--- find") {
+    if (whole) {
+      wholeFile += line + "\n";
+    } else if (line == "--- whole file") {
+      if (!edits.empty()) {
+        error = "a '--- whole file' section cannot follow '--- find' sections";
+        return false;
+      }
+      whole = true;
+    } else if (line == "--- find") {
       edits.push_back({});
       current = &edits.back().find;
     } else if (line == "--- replace") {
@@ -48,8 +58,8 @@ bool ParseEdits(const std::string& bug, std::vector<Edit>& edits, std::string& e
       *current += line + "\n";
     }
   }
-  if (edits.empty()) {
-    error = "no '--- find' section";
+  if (edits.empty() && !whole) {
+    error = "no '--- find' or '--- whole file' section";
     return false;
   }
   return true;
@@ -69,11 +79,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<Edit> edits;
+  std::string wholeFile;
   std::string error;
-  if (!ParseEdits(bug, edits, error)) {
+  if (!ParseEdits(bug, edits, wholeFile, error)) {
     std::fprintf(stderr, "plant-bug: %s: %s\n", argv[2], error.c_str());
     return 2;
   }
+  if (!wholeFile.empty()) source = wholeFile;
   for (size_t i = 0; i < edits.size(); ++i) {
     const size_t at = source.find(edits[i].find);
     if (at == std::string::npos || source.find(edits[i].find, at + 1) != std::string::npos) {

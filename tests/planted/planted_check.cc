@@ -8,7 +8,9 @@
 //                                    none: the variant is correct and must pass everything;
 //                                    null: cases fail with every checkpoint right (e.g. output flood)
 //   caught-at[CASE]: CHECKPOINT      the first failing checkpoint of case CASE instead (a
-//                                    bug that shows elsewhere in a case shaped differently)
+//                                    bug that shows elsewhere in a case shaped differently);
+//                                    CASE may be a pattern ("*block-*"): the exact name wins,
+//                                    then the first pattern in the header's sorted order
 //   misconception: ID | none         named at caught-at in some failing case; none: never
 //                                    named there (the runner must not guess)
 //   observation: TEXT                appears in caught-at's observation in some failing case
@@ -21,6 +23,7 @@
 //   time-limit: SECONDS              passed to the runner
 // Both suites are run (hidden cases revealed) unless the file says visible-only, so a bug
 // that shows where it should not, or first shows at another checkpoint, fails the test too.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -28,6 +31,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <fnmatch.h>
 
 #include <nlohmann/json.hpp>
 
@@ -64,6 +69,19 @@ bool Run(const std::string& command, std::string& output, int& status) {
 std::string Get(const std::map<std::string, std::string>& m, const std::string& key, const std::string& fallback) {
   auto it = m.find(key);
   return it == m.end() ? fallback : it->second;
+}
+
+// FIELD[CASE] for this case: the exact name first, then the first pattern (fnmatch, as
+// in "caught-at[*block-*]") that matches it, else the fallback.
+std::string GetForCase(const std::map<std::string, std::string>& m, const std::string& field, const std::string& name,
+                       const std::string& fallback) {
+  if (const auto exact = m.find(field + "[" + name + "]"); exact != m.end()) return exact->second;
+  for (const auto& [key, value] : m) {
+    if (key.rfind(field + "[", 0) != 0 || key.back() != ']') continue;
+    const std::string pattern = key.substr(field.size() + 1, key.size() - field.size() - 2);
+    if (fnmatch(pattern.c_str(), name.c_str(), 0) == 0) return value;
+  }
+  return fallback;
 }
 
 const json* FindCheckpoint(const json& c, const std::string& name) {
@@ -128,9 +146,9 @@ int main(int argc, char** argv) {
         fail(where + " failed (" + c["status"].get<std::string>() + "), but this variant is correct");
         continue;
       }
-      const std::string caseStatus = Get(header, "status[" + c["name"].get<std::string>() + "]", status);
+      const std::string caseStatus = GetForCase(header, "status", c["name"].get<std::string>(), status);
       if (c["status"] != caseStatus) fail(where + ": status is " + c["status"].dump() + ", expected " + caseStatus);
-      const std::string caseCaughtAt = Get(header, "caught-at[" + c["name"].get<std::string>() + "]", caughtAt);
+      const std::string caseCaughtAt = GetForCase(header, "caught-at", c["name"].get<std::string>(), caughtAt);
       const json expectedFirst = caseCaughtAt == "null" ? json(nullptr) : json(caseCaughtAt);
       if (c["first_failure"] != expectedFirst) {
         fail(where + ": first failure is " + c["first_failure"].dump() + ", expected " + caseCaughtAt);
@@ -160,7 +178,10 @@ int main(int argc, char** argv) {
     for (const std::string prefix : {"caught-at[", "status["}) {
       if (key.rfind(prefix, 0) != 0) continue;
       const std::string name = key.substr(prefix.size(), key.size() - prefix.size() - 1);
-      if (!caseNames.count(name)) fail("'" + key + "' names a case that neither suite has");
+      const bool matches = std::any_of(caseNames.begin(), caseNames.end(), [&name](const std::string& c) {
+        return fnmatch(name.c_str(), c.c_str(), 0) == 0;
+      });
+      if (!matches) fail("'" + key + "' names a case that neither suite has");
     }
   }
   if (!misconception.empty() && misconception != "none" && !misconceptionSeen) {

@@ -111,3 +111,47 @@ TEST_CASE("points are bounded") {
   REQUIRE(!tooMany.ok());
   CHECK(tooMany.error().message.find("s.json: cases[0] ('a').points is 1000000000; at most 1000 points a case") != std::string::npos);
 }
+
+TEST_CASE("a stage with kernels takes kernel cases and threads") {
+  auto parsed = wb::ParseCaseFile(R"({"stage": 3, "cases": [
+      {"name": "m", "kernel": "matmul", "T": 17, "out": 77, "in": 515, "accumulate": true, "threads": 3, "seed": 1},
+      {"name": "a", "kernel": "causal_attention", "T": 33, "seed": 2},
+      {"name": "b", "T": 4, "threads": 2, "seed": 3}]})", "s.json", wbtest::Stages());
+  REQUIRE(parsed.ok());
+  const auto& c = parsed->cases;
+  CHECK(c[0].kernel == "matmul");
+  CHECK(c[0].out == 77);
+  CHECK(c[0].in == 515);
+  CHECK(c[0].accumulate);
+  CHECK(c[0].threads == 3);
+  CHECK(c[1].kernel == "causal_attention");
+  CHECK(c[1].threads == 1);
+  CHECK(!c[1].accumulate);
+  CHECK(c[2].kernel.empty());
+  CHECK(c[2].threads == 2);
+}
+
+TEST_CASE("kernel fields are refused where the stage or the kernel takes none") {
+  auto refusal3 = [](const std::string& c) { return Refusal(R"({"stage": 3, "cases": [)" + c + "]}"); };
+  CHECK(Refusal(R"({"stage": 1, "cases": [{"name": "a", "T": 4, "seed": 1, "threads": 2}]})") ==
+        "suite.json: cases[0]: unknown field 'threads' (expected name, T or steps, seed, x_scale, w_scale, hidden, "
+        "slow, points, description)");
+  CHECK(refusal3(R"({"name": "a", "kernel": "gemm", "T": 4, "seed": 1})") ==
+        "suite.json: cases[0] ('a').kernel must be one of matmul, matmul_swiglu, causal_attention");
+  CHECK(refusal3(R"({"name": "a", "kernel": "matmul", "T": 4, "in": 5, "seed": 1})") ==
+        "suite.json: cases[0] ('a'): a matmul case needs 'out'");
+  CHECK(refusal3(R"({"name": "a", "kernel": "causal_attention", "T": 4, "out": 5, "seed": 1})") ==
+        "suite.json: cases[0] ('a'): a causal_attention case takes no 'out'");
+  CHECK(refusal3(R"({"name": "a", "kernel": "matmul_swiglu", "T": 4, "out": 5, "in": 5, "accumulate": true,
+                    "seed": 1})") == "suite.json: cases[0] ('a'): a matmul_swiglu case takes no 'accumulate'");
+  CHECK(refusal3(R"({"name": "a", "T": 4, "out": 5, "seed": 1})") ==
+        "suite.json: cases[0] ('a'): 'out' belongs to a kernel case, and this case names no 'kernel'");
+  CHECK(refusal3(R"({"name": "a", "T": 4, "threads": 0, "seed": 1})") ==
+        "suite.json: cases[0] ('a').threads must be an integer from 1 to 64");
+  CHECK(refusal3(R"({"name": "a", "kernel": "matmul", "T": 4, "out": 8193, "in": 5, "seed": 1})") ==
+        "suite.json: cases[0] ('a').out must be an integer from 1 to 8192");
+  CHECK(refusal3(R"({"name": "a", "kernel": "matmul", "T": 4096, "out": 8192, "in": 8, "seed": 1})") ==
+        "suite.json: cases[0] ('a'): T=4096, out=8192, in=8 makes a matrix of more than 16777216 floats");
+  CHECK(refusal3(R"({"name": "a", "kernel": "matmul", "T": 4, "out": 5, "in": 5, "accumulate": 1, "seed": 1})") ==
+        "suite.json: cases[0] ('a').accumulate must be true or false");
+}

@@ -108,3 +108,30 @@ TEST_CASE("misconception hints are keyed by ids that no checkpoint shares") {
         "t.json: misconception_hints.missing-epsilon must be a non-empty list of hints");
   CHECK(refusal(R"({"missing-epsilon": [3]})") == "t.json: misconception_hints.missing-epsilon must hold text");
 }
+
+TEST_CASE("a row's kernels are checkpoints of their own, before the calls'") {
+  auto table = wb::ParseStageTable(R"({"version": 1, "stages": [{"number": 3, "dir": "03-x", "title": "X",
+      "lesson": "x.md", "available": true, "file": "x.cc", "function": "x", "visible": "v.json",
+      "hidden_example": "h.json", "planted": "p", "checkpoints": ["norm1", "output"],
+      "kernels": [{"name": "matmul", "fields": ["out", "in", "accumulate"]}, {"name": "attend", "fields": []}]}]})",
+                                   "t.json");
+  REQUIRE(table.ok());
+  const wb::StageInfo& stage = table->stages.at(0);
+  CHECK(stage.AllCheckpoints() == std::vector<std::string>{"matmul", "attend", "norm1", "output"});
+  CHECK(stage.BaseName("matmul") == "matmul");
+  REQUIRE(stage.FindKernel("matmul") != nullptr);
+  CHECK(stage.FindKernel("matmul")->Takes("accumulate"));
+  CHECK(!stage.FindKernel("attend")->Takes("out"));
+  CHECK(stage.FindKernel("norm1") == nullptr);
+  const std::string shape = "t.json: stages[0].kernels must be a list of {\"name\": ..., \"fields\": [...]}: each "
+                            "kernel and the case fields its cases give (out, in, accumulate)";
+  CHECK(Refusal(R"({"number": 1, "dir": "x", "title": "y", "lesson": "l.md", "kernels": {"matmul": []}})") == shape);
+  CHECK(Refusal(R"({"number": 1, "dir": "x", "title": "y", "lesson": "l.md",
+                   "kernels": [{"name": "m", "fields": ["rows"]}]})") == shape);
+  CHECK(Refusal(R"({"number": 1, "dir": "x", "title": "y", "lesson": "l.md",
+                   "kernels": [{"name": "m", "fields": []}, {"name": "m", "fields": []}]})") ==
+        "t.json: stages[0].kernels: 'm' is empty or listed twice");
+  CHECK(Refusal(R"({"number": 1, "dir": "x", "title": "y", "lesson": "l.md", "case_length": "steps",
+                   "kernels": [{"name": "m", "fields": []}]})") ==
+        "t.json: stages[0]: a stage with kernels has case_length \"T\"");
+}

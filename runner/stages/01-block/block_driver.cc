@@ -125,21 +125,10 @@ Expected<CaseReport> BlockDriver::RunCase(const CaseSpec& spec, const StageConte
   report.checkpoints = std::move(chain.checkpoints);
 
   // How the child ended decides the case's status before the buffers do.
-  CaseFindings findings;
-  findings.allUnwritten = chain.allUnwritten;
-  findings.canaryNotes = DescribeCanaryDamage(region);
-  findings.outputFlood = DescribeOutputFlood(outcome, context.limits.outputLimitBytes);
-  findings.leftoverProcesses = outcome.leftoverProcesses;
-  if (const auto stopped = StatusOfEnding(outcome.ending)) {
-    CaseStop stop{.status = *stopped,
-                  .headline = DescribeEnding(outcome, region, context.stage->function, context.limits.wallSeconds,
-                                             context.limits.memoryBytes),
-                  .notes = findings.canaryNotes};
-    std::vector<uint32_t> outputs;
-    for (Checkpoint c : ref::kCheckpointOrder) outputs.push_back(BufferOf(c));
-    stop.notes.push_back("when it stopped: " + DescribeWritten(region, outputs));
-    findings.stop = std::move(stop);
-  }
+  std::vector<uint32_t> outputs;
+  for (Checkpoint c : ref::kCheckpointOrder) outputs.push_back(BufferOf(c));
+  const CaseFindings findings =
+      FindingsOfChild(outcome, region, context.stage->function, context.limits, outputs, chain.allUnwritten);
   Conclude(findings, report);
   return report;
 }

@@ -1,0 +1,414 @@
+// Stage 3, solved: the decoder block as four kernels that respect memory.
+//
+// The contract (QKV, Accumulate, the four signatures) is contracts/stage03_fused.h; sizes
+// and packed offsets are stage 1's. Portable C++: GCC/Clang vector extensions and OpenMP,
+// no intrinsics, compiled with -O3 -march=native -ffp-contract=fast -fopenmp.
+//
+// The matmul is kept as the four versions that lead to it, side by side (llm.c's
+// dev/cuda style), each a complete kernel with the contract's signature:
+//   1 MatmulNaive       one dot product per output element: W is read T times from memory;
+//   2 MatmulTiled       a tile of kTileRows x kTileColumns outputs shares its loads: each
+//                       x value feeds kTileColumns products, each W value kTileRows;
+//   3 MatmulVectorised  the same tile with 16-float vectors along `in` (both x's rows and
+//                       W's rows are contiguous there, so nothing needs packing);
+//   4 MatmulThreaded    version 3 on each thread's own band of output columns.
+// matmul is version MATMUL_VERSION (default 4); the bench builds and validates each one.
+//
+// Every output element is one accumulator's dot product, summed in the same order whatever
+// the tile it falls in and whichever thread computes it: the results are bit-identical for
+// any thread count, and two runs always agree.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+
+#include <omp.h>
+
+#include "stage03_fused.h"
+
+#ifndef MATMUL_VERSION
+#define MATMUL_VERSION 4
+#endif
+
+namespace {
+
+// --- vectors ---------------------------------------------------------------------------------
+// 16 floats: one AVX-512 register, two AVX2 ones; the compiler splits it as the target needs.
+constexpr int kLanes = 16;
+typedef float Vec __attribute__((vector_size(kLanes * sizeof(float))));
+typedef float Half __attribute__((vector_size(kLanes / 2 * sizeof(float))));
+typedef float Quarter __attribute__((vector_size(kLanes / 4 * sizeof(float))));
+
+// Unaligned load and store: memcpy is how portable code says "these bytes as a vector".
+Vec Load(const float* p) {
+  Vec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+void Store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+
+// The sum of the 16 lanes, by halves: a fixed order, so every element sums the same way.
+float HorizontalSum(Vec v) {
+  const Half h = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                 __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  const Quarter q = __builtin_shufflevector(h, h, 0, 1, 2, 3) + __builtin_shufflevector(h, h, 4, 5, 6, 7);
+  return (q[0] + q[2]) + (q[1] + q[3]);
+}
+
+// The lane sums of four vectors at once, each added in HorizontalSum's order (lane i with
+// i + 8, then i + 4, i + 2, i + 1), so a sum's bits do not depend on which path made it: a
+// transposing tree spends 10 shuffles on four sums instead of 24.
+Quarter HorizontalSums(Vec a, Vec b, Vec c, Vec d) {
+  const Vec ab = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+                 __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  const Vec cd = __builtin_shufflevector(c, d, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+                 __builtin_shufflevector(c, d, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  const Vec abcd = __builtin_shufflevector(ab, cd, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+                   __builtin_shufflevector(ab, cd, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  const Half pairs = __builtin_shufflevector(abcd, abcd, 0, 1, 4, 5, 8, 9, 12, 13) +
+                     __builtin_shufflevector(abcd, abcd, 2, 3, 6, 7, 10, 11, 14, 15);
+  return __builtin_shufflevector(pairs, pairs, 0, 2, 4, 6) + __builtin_shufflevector(pairs, pairs, 1, 3, 5, 7);
+}
+
+float Dot(const float* a, const float* b, int count) {
+  float sum = 0.0f;
+  for (int i = 0; i < count; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// out = value when overwriting, out += value when accumulating.
+void Deliver(float& out, float value, Accumulate mode) { out = mode == Accumulate::kAdd ? out + value : value; }
+
+// --- matmul, version 1: naive -----------------------------------------------------------------
+// Each of the T x out dot products reads a row of x and a row of W: every weight is read T
+// times, and for T > 1 the weights no longer fit in cache, so each read goes to memory.
+[[maybe_unused]] void MatmulNaive(int T, int out, int in, const float* x, const float* W, float* y, Accumulate mode) {
+  for (int t = 0; t < T; ++t) {
+    for (int o = 0; o < out; ++o) {
+      Deliver(y[static_cast<size_t>(t) * out + o], Dot(x + static_cast<size_t>(t) * in, W + static_cast<size_t>(o) * in, in), mode);
+    }
+  }
+}
+
+// --- the tile loop shared by versions 2-4 and matmul_swiglu -----------------------------------
+// Visits output columns [c0, c1) in blocks of kColumnBlock, and within a block every tile of
+// up to `tileRows` x `tileColumns` outputs, rows outer: one block of W (kColumnBlock rows of
+// `in` floats) stays in L2 while every row tile of x passes over it, and one row tile of x
+// stays in L1 while it meets each column tile of the block. The last tile of a row or column
+// range is smaller when the range does not divide: `tile(r, rows, c, columns)`.
+constexpr int kColumnBlock = 64;
+
+template <typename TileFn>
+void ForEachTile(int T, int c0, int c1, int tileRows, int tileColumns, const TileFn& tile) {
+  for (int block = c0; block < c1; block += kColumnBlock) {
+    const int blockEnd = std::min(block + kColumnBlock, c1);
+    for (int r = 0; r < T; r += tileRows) {
+      const int rows = std::min(tileRows, T - r);
+      for (int c = block; c < blockEnd; c += tileColumns) tile(r, rows, c, std::min(tileColumns, blockEnd - c));
+    }
+  }
+}
+
+// A run-time tile size turned into the compile-time one a kernel template needs.
+template <int Max, typename Fn>
+void WithTileSize(int size, const Fn& fn) {
+  if constexpr (Max >= 1) {
+    if (size == Max) return fn(std::integral_constant<int, Max>{});
+    WithTileSize<Max - 1>(size, fn);
+  }
+}
+
+// --- matmul, version 2: register tiles, scalar ------------------------------------------------
+constexpr int kTileRows = 4;
+constexpr int kTileColumns = 4;
+
+// y[r][c] (+)= x row r . W row c for an R x C tile. The R x C sums live in registers; per
+// step along `in`, R + C loads feed R * C multiply-adds instead of 2 loads feeding one.
+template <int R, int C>
+void ScalarTile(int in, const float* x, const float* W, float* y, int yStride, Accumulate mode) {
+  float sum[R][C] = {};
+  for (int k = 0; k < in; ++k) {
+    for (int r = 0; r < R; ++r) {
+      for (int c = 0; c < C; ++c) sum[r][c] += x[static_cast<size_t>(r) * in + k] * W[static_cast<size_t>(c) * in + k];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) Deliver(y[static_cast<size_t>(r) * yStride + c], sum[r][c], mode);
+  }
+}
+
+[[maybe_unused]] void MatmulTiled(int T, int out, int in, const float* x, const float* W, float* y, Accumulate mode) {
+  ForEachTile(T, 0, out, kTileRows, kTileColumns, [&](int r, int rows, int c, int columns) {
+    WithTileSize<kTileRows>(rows, [&](auto R) {
+      WithTileSize<kTileColumns>(columns, [&](auto C) {
+        ScalarTile<R, C>(in, x + static_cast<size_t>(r) * in, W + static_cast<size_t>(c) * in,
+                         y + static_cast<size_t>(r) * out + c, out, mode);
+      });
+    });
+  });
+}
+
+// --- matmul, version 3: register tiles of vectors ---------------------------------------------
+// Each of the R x C sums is a vector of 16 partial sums along `in`, reduced once at the end;
+// the last in % 16 products are added to the reduced sum one by one (the tail).
+template <int R, int C>
+void VectorTile(int in, const float* x, const float* W, float* y, int yStride, Accumulate mode) {
+  Vec sum[R][C] = {};
+  int k = 0;
+  for (; k + kLanes <= in; k += kLanes) {
+    Vec a[R];
+    Vec b[C];
+    for (int r = 0; r < R; ++r) a[r] = Load(x + static_cast<size_t>(r) * in + k);
+    for (int c = 0; c < C; ++c) b[c] = Load(W + static_cast<size_t>(c) * in + k);
+    for (int c = 0; c < C; ++c) {
+      for (int r = 0; r < R; ++r) sum[r][c] += a[r] * b[c];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float total[C];
+    if constexpr (C == 4) {
+      const Quarter four = HorizontalSums(sum[r][0], sum[r][1], sum[r][2], sum[r][3]);
+      for (int c = 0; c < C; ++c) total[c] = four[c];
+    } else {
+      for (int c = 0; c < C; ++c) total[c] = HorizontalSum(sum[r][c]);
+    }
+    for (int c = 0; c < C; ++c) {
+      for (int kk = k; kk < in; ++kk) total[c] += x[static_cast<size_t>(r) * in + kk] * W[static_cast<size_t>(c) * in + kk];
+      Deliver(y[static_cast<size_t>(r) * yStride + c], total[c], mode);
+    }
+  }
+}
+
+// Columns [c0, c1) of y, on the calling thread.
+void MatmulColumns(int T, int out, int in, const float* x, const float* W, float* y, Accumulate mode, int c0, int c1) {
+  ForEachTile(T, c0, c1, kTileRows, kTileColumns, [&](int r, int rows, int c, int columns) {
+    WithTileSize<kTileRows>(rows, [&](auto R) {
+      WithTileSize<kTileColumns>(columns, [&](auto C) {
+        VectorTile<R, C>(in, x + static_cast<size_t>(r) * in, W + static_cast<size_t>(c) * in,
+                         y + static_cast<size_t>(r) * out + c, out, mode);
+      });
+    });
+  });
+}
+
+[[maybe_unused]] void MatmulVectorised(int T, int out, int in, const float* x, const float* W, float* y, Accumulate mode) {
+  MatmulColumns(T, out, in, x, W, y, mode, 0, out);
+}
+
+// --- matmul, version 4: threads over bands of output columns ----------------------------------
+// Thread i of n owns columns [i * band, (i + 1) * band): whole column tiles, disjoint, so no
+// element is written by two threads, and each thread reads only its own rows of W, which is
+// what makes T = 1 (one token, all weights) scale too.
+struct Band {
+  int begin;
+  int end;
+};
+Band ColumnBand(int out, int tileColumns, int thread, int threads) {
+  const int tiles = (out + tileColumns - 1) / tileColumns;
+  const int perThread = (tiles + threads - 1) / threads;
+  const int begin = std::min(out, thread * perThread * tileColumns);
+  return {begin, std::min(out, begin + perThread * tileColumns)};
+}
+
+void MatmulThreaded(int T, int out, int in, const float* x, const float* W, float* y, Accumulate mode, int threads) {
+#pragma omp parallel num_threads(threads)
+  {
+    const Band band = ColumnBand(out, kTileColumns, omp_get_thread_num(), omp_get_num_threads());
+    MatmulColumns(T, out, in, x, W, y, mode, band.begin, band.end);
+  }
+}
+
+// --- SwiGLU: two matmuls and their epilogue in one pass ---------------------------------------
+float Silu(float g) { return g / (1.0f + std::exp(-g)); }
+
+// hidden[r][c] = SiLU(x row r . Wgate row c) * (x row r . Wup row c) for an R x C tile: the
+// gate and up sums of a tile are 2 * R * C vectors, combined as soon as they are reduced.
+template <int R, int C>
+void SwiGluTile(int in, const float* x, const float* Wgate, const float* Wup, float* hidden, int stride) {
+  Vec gate[R][C] = {};
+  Vec up[R][C] = {};
+  int k = 0;
+  for (; k + kLanes <= in; k += kLanes) {
+    Vec a[R];
+    for (int r = 0; r < R; ++r) a[r] = Load(x + static_cast<size_t>(r) * in + k);
+    for (int c = 0; c < C; ++c) {
+      const Vec g = Load(Wgate + static_cast<size_t>(c) * in + k);
+      const Vec u = Load(Wup + static_cast<size_t>(c) * in + k);
+      for (int r = 0; r < R; ++r) {
+        gate[r][c] += a[r] * g;
+        up[r][c] += a[r] * u;
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) {
+      float g = HorizontalSum(gate[r][c]);
+      float u = HorizontalSum(up[r][c]);
+      for (int kk = k; kk < in; ++kk) {
+        const float xv = x[static_cast<size_t>(r) * in + kk];
+        g += xv * Wgate[static_cast<size_t>(c) * in + kk];
+        u += xv * Wup[static_cast<size_t>(c) * in + kk];
+      }
+      hidden[static_cast<size_t>(r) * stride + c] = Silu(g) * u;
+    }
+  }
+}
+
+constexpr int kSwiGluTileColumns = 2;  // 4 x 2 tiles: 16 sums, as many registers as matmul's
+
+// --- attention: key tiles with an online softmax ----------------------------------------------
+// Keys are visited kKeyTile at a time. Each tile's scores are computed first, then the
+// running maximum m, normaliser l and accumulator are brought to the tile's new maximum once
+// (Milakov & Gimelshein, 2018: multiply by exp(m_old - m_new)), then the tile's values are
+// added with weights exp(s - m). One rescale per tile, not per key, and no T-long array.
+constexpr int kKeyTile = 32;
+constexpr int kHeadVectors = DH / kLanes;  // a 64-value head is 4 vectors
+static_assert(DH % kLanes == 0, "a head is a whole number of vectors");
+
+// Query head `h` of token `t` over keys 0 .. t; out (DH).
+void AttendHeadTiled(int t, int h, const float* qkv, float* out) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(DH));
+  const int kvHead = h / (HQ / HKV);
+  const float* query = qkv + static_cast<size_t>(t) * QKV + h * DH;
+  const float* keys = qkv + D + kvHead * DH;        // key row j at keys + j * QKV
+  const float* values = qkv + D + KV + kvHead * DH;  // value row j at values + j * QKV
+  Vec q[kHeadVectors];
+  for (int i = 0; i < kHeadVectors; ++i) q[i] = Load(query + i * kLanes);
+
+  float runningMax = -INFINITY;
+  float normaliser = 0.0f;
+  Vec accumulator[kHeadVectors] = {};
+  float scores[kKeyTile];
+  for (int first = 0; first <= t; first += kKeyTile) {
+    const int count = std::min(kKeyTile, t + 1 - first);
+    float tileMax = -INFINITY;
+    for (int j = 0; j < count; ++j) {
+      const float* key = keys + static_cast<size_t>(first + j) * QKV;
+      Vec products = q[0] * Load(key);
+      for (int i = 1; i < kHeadVectors; ++i) products += q[i] * Load(key + i * kLanes);
+      scores[j] = HorizontalSum(products) * scale;
+      tileMax = std::max(tileMax, scores[j]);
+    }
+    const float newMax = std::max(runningMax, tileMax);
+    const float rescale = std::exp(runningMax - newMax);  // exp(-inf) = 0 on the first tile
+    normaliser *= rescale;
+    for (Vec& a : accumulator) a *= rescale;
+    runningMax = newMax;
+    for (int j = 0; j < count; ++j) {
+      const float weight = std::exp(scores[j] - runningMax);
+      const float* value = values + static_cast<size_t>(first + j) * QKV;
+      normaliser += weight;
+      for (int i = 0; i < kHeadVectors; ++i) accumulator[i] += weight * Load(value + i * kLanes);
+    }
+  }
+  for (int i = 0; i < kHeadVectors; ++i) Store(out + i * kLanes, accumulator[i] / normaliser);
+}
+
+// --- the block's small steps ------------------------------------------------------------------
+// RMSNorm of one row: out = in / sqrt(mean(in^2) + RMS_EPS) * weight.  in, weight, out (D)
+void RmsNorm(const float* in, const float* weight, float* out) {
+  float sumSquares = 0.0f;
+#pragma omp simd reduction(+ : sumSquares)
+  for (int c = 0; c < D; ++c) sumSquares += in[c] * in[c];
+  const float inverseRms = 1.0f / std::sqrt(sumSquares / D + RMS_EPS);
+#pragma omp simd
+  for (int c = 0; c < D; ++c) out[c] = in[c] * inverseRms * weight[c];
+}
+
+// RoPE on `heads` heads of one row, in place: pair (f, f + ROPE_PAIRS) of each head turns by
+// the angle whose cosine and sine are cosRow[f] and sinRow[f].
+void ApplyRope(float* row, int heads, const float* cosRow, const float* sinRow) {
+  for (int h = 0; h < heads; ++h) {
+    float* head = row + h * DH;
+#pragma omp simd
+    for (int f = 0; f < ROPE_PAIRS; ++f) {
+      const float a = head[f];
+      const float b = head[f + ROPE_PAIRS];
+      head[f] = a * cosRow[f] - b * sinRow[f];
+      head[f + ROPE_PAIRS] = a * sinRow[f] + b * cosRow[f];
+    }
+  }
+}
+
+}  // namespace
+
+void matmul(int T, int out, int in, const float* x, const float* W, float* y, Accumulate mode, int threads) {
+#if MATMUL_VERSION == 1
+  (void)threads;
+  MatmulNaive(T, out, in, x, W, y, mode);
+#elif MATMUL_VERSION == 2
+  (void)threads;
+  MatmulTiled(T, out, in, x, W, y, mode);
+#elif MATMUL_VERSION == 3
+  (void)threads;
+  MatmulVectorised(T, out, in, x, W, y, mode);
+#else
+  MatmulThreaded(T, out, in, x, W, y, mode, threads);
+#endif
+}
+
+void matmul_swiglu(int T, int out, int in, const float* x, const float* Wgate, const float* Wup, float* hidden,
+                   int threads) {
+#pragma omp parallel num_threads(threads)
+  {
+    const Band band = ColumnBand(out, kSwiGluTileColumns, omp_get_thread_num(), omp_get_num_threads());
+    ForEachTile(T, band.begin, band.end, kTileRows, kSwiGluTileColumns, [&](int r, int rows, int c, int columns) {
+      WithTileSize<kTileRows>(rows, [&](auto R) {
+        WithTileSize<kSwiGluTileColumns>(columns, [&](auto C) {
+          SwiGluTile<R, C>(in, x + static_cast<size_t>(r) * in, Wgate + static_cast<size_t>(c) * in,
+                           Wup + static_cast<size_t>(c) * in, hidden + static_cast<size_t>(r) * out + c, out);
+        });
+      });
+    });
+  }
+}
+
+void causal_attention(int T, const float* qkv, float* attnOut, int threads) {
+  // One work item per (token, head): independent, so any thread may take any of them. Later
+  // tokens have more keys; dynamic scheduling hands out small chunks so both threads finish
+  // together.
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
+  for (int item = 0; item < T * HQ; ++item) {
+    const int t = item / HQ;
+    const int h = item % HQ;
+    AttendHeadTiled(t, h, qkv, attnOut + static_cast<size_t>(t) * D + h * DH);
+  }
+}
+
+void fused_block(int T, int threads, const float* w, const float* x,
+                 const float* ropeCos, const float* ropeSin,
+                 float* norm1, float* qkv, float* attnOut, float* residual1,
+                 float* norm2, float* hidden, float* output) {
+  const size_t rows = static_cast<size_t>(T);
+
+  // 1. norm1 (T x D).
+  for (int t = 0; t < T; ++t) RmsNorm(x + t * D, w + OFF_RMS1, norm1 + t * D);
+
+  // 2. qkv (T x QKV) = norm1 . [WQ|WK|WV]^T: the three projections as one matmul, since the
+  //    three matrices are adjacent rows of w.
+  matmul(T, QKV, D, norm1, w + OFF_WQ, qkv, Accumulate::kOverwrite, threads);
+
+  // 3. RoPE on the q and k parts of each qkv row, never the v part.
+  for (int t = 0; t < T; ++t) {
+    float* row = qkv + t * QKV;
+    ApplyRope(row, HQ, ropeCos + t * ROPE_PAIRS, ropeSin + t * ROPE_PAIRS);
+    ApplyRope(row + D, HKV, ropeCos + t * ROPE_PAIRS, ropeSin + t * ROPE_PAIRS);
+  }
+
+  // 4. attnOut (T x D).
+  causal_attention(T, qkv, attnOut, threads);
+
+  // 5. residual1 = x + attnOut . WO^T: the stream copied, the projection accumulated into it.
+  std::copy(x, x + rows * D, residual1);
+  matmul(T, D, D, attnOut, w + OFF_WO, residual1, Accumulate::kAdd, threads);
+
+  // 6. norm2 (T x D).
+  for (int t = 0; t < T; ++t) RmsNorm(residual1 + t * D, w + OFF_RMS2, norm2 + t * D);
+
+  // 7. hidden (T x F) = SiLU(norm2 . Wgate^T) * (norm2 . Wup^T), gate and up never stored.
+  matmul_swiglu(T, F, D, norm2, w + OFF_WGATE, w + OFF_WUP, hidden, threads);
+
+  // 8. output = residual1 + hidden . Wdown^T, accumulated the same way.
+  std::copy(residual1, residual1 + rows * D, output);
+  matmul(T, D, F, hidden, w + OFF_WDOWN, output, Accumulate::kAdd, threads);
+}
