@@ -2,7 +2,8 @@
 // file (or, with --solutions, the solution) is checked on the stage's visible suite first: a
 // kernel that gets the wrong answer is not timed. Then it is built into the stage's bench
 // child, which the stage's driver runs and reports (stage 2: runner/stages/02-kv-cache/
-// bench_driver.h). Exit status: 0 measured, 1 not valid (or failed while timed), 2 bad usage.
+// bench_driver.h; stage 3: runner/stages/03-fused/bench_driver.h). Exit status: 0 measured,
+// 1 not valid (or failed while timed), 2 bad usage.
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -24,23 +25,27 @@ struct BenchCommandOptions {
   bool solutions = false;
   std::string stagesDir;
   std::string contexts;
+  std::string tokens;
+  std::string format = "text";
+  std::string plot;
   double budget = 0;
 };
 
-Expected<std::vector<int>> ParseContexts(const std::string& text) {
-  std::vector<int> contexts;
-  if (text.empty()) return contexts;
+// "512,4096" for --contexts (context lengths) or --tokens (T values).
+Expected<std::vector<int>> ParseCounts(const std::string& text, const char* option, const char* what) {
+  std::vector<int> counts;
+  if (text.empty()) return counts;
   std::istringstream items(text);
   for (std::string item; std::getline(items, item, ',');) {
     char* end = nullptr;
     const long value = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || value < 1 || value > 1 << 20) {
-      return BadUsage(fmt::format("--contexts: '{}' is not a list of positive context lengths", text));
+      return BadUsage(fmt::format("{}: '{}' is not a list of positive {}", option, text, what));
     }
-    contexts.push_back(static_cast<int>(value));
+    counts.push_back(static_cast<int>(value));
   }
-  if (contexts.empty()) return BadUsage("--contexts: give at least one context length");
-  return contexts;
+  if (counts.empty()) return BadUsage(fmt::format("{}: give at least one of the {}", option, what));
+  return counts;
 }
 
 int RunBench(const BenchCommandOptions& o) {
@@ -56,8 +61,12 @@ int RunBench(const BenchCommandOptions& o) {
     }
     return ReportUsageError(fmt::format("stage {} has no benchmark; the ones there are: {}", o.stage, with));
   }
-  auto contexts = ParseContexts(o.contexts);
+  auto contexts = ParseCounts(o.contexts, "--contexts", "context lengths");
   if (!contexts.ok()) return ReportError(contexts.error());
+  auto tokens = ParseCounts(o.tokens, "--tokens", "T values");
+  if (!tokens.ok()) return ReportError(tokens.error());
+  // With --format json, stdout is the JSON alone: what the bench says on the way goes to stderr.
+  std::FILE* progress = o.format == "json" ? stderr : stdout;
 
   // Validate: the stage's visible suite, exactly as `check` runs it.
   CheckOptions check;
@@ -67,14 +76,16 @@ int RunBench(const BenchCommandOptions& o) {
   auto validated = RunCheck(check, paths);
   if (!validated.ok()) return ReportError(validated.error());
   if (validated->status != RunStatus::kPass) {
-    std::fputs(RenderText(*validated, DetectTextStyle()).c_str(), stdout);
-    std::printf("\nbench: not timed. %s fails stage %d's visible cases, and a wrong kernel's speed means nothing: "
-                "`./workbook check %d` until it passes, then bench again.\n",
-                validated->source.c_str(), o.stage, o.stage);
+    std::fputs(RenderText(*validated, DetectTextStyle()).c_str(), progress);
+    std::fprintf(progress,
+                 "\nbench: not timed. %s fails stage %d's visible cases, and a wrong kernel's speed means nothing: "
+                 "`./workbook check %d` until it passes, then bench again.\n",
+                 validated->source.c_str(), o.stage, o.stage);
     return kExitFail;
   }
-  std::printf("bench: %s passes stage %d's visible cases; timing it.\n\n", validated->source.c_str(), o.stage);
-  std::fflush(stdout);
+  std::fprintf(progress, "bench: %s passes stage %d's visible cases; timing it.\n\n", validated->source.c_str(),
+               o.stage);
+  std::fflush(progress);
 
   // Time: the same file, built into the stage's bench child.
   StageBuild benchBuild = *build;
@@ -94,7 +105,16 @@ int RunBench(const BenchCommandOptions& o) {
   context.limits.memoryBytes = check.memoryLimitMiB << 20;
   const std::unique_ptr<StageDriver> driver = build->makeDriver();
   if (auto prepared = driver->Prepare(context); !prepared.ok()) return ReportError(prepared.error());
-  auto timed = driver->Bench({.contexts = *contexts, .budgetSeconds = o.budget}, context);
+  BenchOptions options;
+  options.contexts = *contexts;
+  options.tokens = *tokens;
+  options.budgetSeconds = o.budget;
+  options.solutions = o.solutions;
+  options.format = o.format;
+  options.plotPath = o.plot;
+  options.source = validated->source;
+  options.memoryLimitMiB = check.memoryLimitMiB;
+  auto timed = driver->Bench(options, context);
   if (!timed.ok()) return ReportError(timed.error());
   return *timed;
 }
@@ -107,9 +127,13 @@ Command AddBenchCommand(CLI::App& app) {
   c->add_option("stage", o->stage, "Stage number")->required();
   c->add_flag("--solutions", o->solutions, "Time the solutions/ twin instead of your stages/ file");
   c->add_option("--stages-dir", o->stagesDir, "Time the stage file of another stages/ tree");
-  c->add_option("--contexts", o->contexts, "Context lengths, comma-separated (default 512,4096)");
-  c->add_option("--budget", o->budget, "Seconds each measurement may repeat for (default 6)")
+  c->add_option("--contexts", o->contexts, "Stage 2: context lengths, comma-separated (default 512,4096)");
+  c->add_option("--budget", o->budget, "Seconds each measurement may repeat for (stage 2: default 6; stage 3: 0.25)")
       ->check(CLI::PositiveNumber);
+  c->add_option("--tokens", o->tokens, "Stage 3: T values, comma-separated (default 1,16,128,512)");
+  c->add_option("--format", o->format, "Stage 3: text (a table) or json, on stdout")
+      ->check(CLI::IsMember({"text", "json"}));
+  c->add_option("--plot", o->plot, "Stage 3: also draw the roofline and the ratios as an SVG file");
   return {c, [o]() { return RunBench(*o); }};
 }
 

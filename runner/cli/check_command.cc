@@ -38,6 +38,8 @@ Command AddCheckCommand(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   c->add_option("--memory-limit", o->check.memoryLimitMiB, "MiB your code may allocate (default 1024)")
       ->check(CLI::PositiveNumber);
+  c->add_flag("--leaderboard", o->check.leaderboard,
+              "Also measure what the stage's Gradescope leaderboard ranks by (stage 3: fused_block GFLOP/s)");
   c->add_flag("--require-sandbox", o->requireSandbox,
               "Refuse to grade unless every protection of the sandbox is in force on this machine");
   return {c, [o]() {

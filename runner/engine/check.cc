@@ -174,6 +174,14 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
     for (const CaseSpec* spec : full) report.casesNotRun.push_back(spec->name);
   }
   report.status = allPassed() && report.casesNotRun.empty() ? RunStatus::kPass : RunStatus::kFail;
+  if (o.leaderboard) {
+    context.limits.wallSeconds = o.timeLimitSeconds > 0 ? o.timeLimitSeconds : 60;
+    // A wrong answer has no speed: a submission that fails ranks with 0, unmeasured.
+    auto entries = driver->Leaderboard(context, report.status == RunStatus::kPass);
+    if (!entries.ok()) return entries.error();
+    if (entries->empty()) return BadUsage(fmt::format("--leaderboard: stage {} ranks nothing", stage->number));
+    report.leaderboard = std::move(*entries);
+  }
   return report;
 }
 

@@ -34,6 +34,7 @@ struct CheckOptions {
   double timeLimitSeconds = 0;  // 0: the stage's default
   uint64_t memoryLimitMiB = 1024;
   double compileSeconds = 60;   // the compiler's wall-clock limit
+  bool leaderboard = false;     // also measure the stage's leaderboard figures (Gradescope)
 };
 
 Expected<RunReport> RunCheck(const CheckOptions& options, const WorkbookPaths& paths);

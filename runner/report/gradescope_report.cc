@@ -52,8 +52,14 @@ std::string RenderGradescope(const RunReport& r) {
     for (const auto& c : r.cases) passedCases += c.status == CaseStatus::kPass ? 1 : 0;
     summary = fmt::format("Stage {}: {} of {} cases pass every checkpoint.", r.stage, passedCases, r.cases.size());
   }
-  const json root = {{"score", score}, {"output", summary}, {"visibility", "visible"},
-                     {"stdout_visibility", "hidden"}, {"tests", tests}};
+  json root = {{"score", score}, {"output", summary}, {"visibility", "visible"},
+               {"stdout_visibility", "hidden"}, {"tests", tests}};
+  // The leaderboard, when the instructor asked for it (check --leaderboard).
+  for (const LeaderboardEntry& e : r.leaderboard) {
+    json entry = {{"name", e.name}, {"value", e.value}};
+    if (e.ascending) entry["order"] = "asc";
+    root["leaderboard"].push_back(entry);
+  }
   return root.dump(2) + "\n";
 }
 

@@ -61,6 +61,12 @@ std::string RenderJson(const RunReport& r) {
       {"compiler_output", r.status == RunStatus::kCompileError ? json(r.compilerOutput) : json(nullptr)},
       {"cases", json::array()},
   };
+  if (!r.leaderboard.empty()) {
+    root["leaderboard"] = json::array();
+    for (const LeaderboardEntry& e : r.leaderboard) {
+      root["leaderboard"].push_back({{"name", e.name}, {"value", e.value}, {"ascending", e.ascending}});
+    }
+  }
   // What protected the runner from the code it ran (runner/isolation/sandbox.h).
   const SandboxPlan& sandbox = CurrentSandbox();
   root["sandbox"] = {{"in_force", sandbox.inForce}, {"missing", sandbox.missing}};

@@ -70,9 +70,17 @@ struct CaseReport {
   std::vector<CheckpointReport> checkpoints;
   std::string childOutput;  // trimmed stdout + stderr of the student's code
   double callSeconds = 0;
+  double wallSeconds = 0;   // the child's whole life, measured by the runner (0: not kept)
 };
 
 enum class RunStatus { kPass, kFail, kCompileError };
+
+// One figure of Gradescope's leaderboard (check --leaderboard), measured by the runner.
+struct LeaderboardEntry {
+  std::string name;   // "fused_block GFLOP/s (T=512, 1 thread)"
+  double value = 0;
+  bool ascending = false;  // true when smaller is better
+};
 
 struct RunReport {
   int stage = 0;
@@ -92,6 +100,9 @@ struct RunReport {
   // The slow cases of the stage's visible suite (its full pass) that were not run because a
   // case of the quick pass failed; they run once every quick case passes (runner/engine/check.h).
   std::vector<std::string> casesNotRun;
+  // Asked for with --leaderboard: what the stage ranks submissions by; a submission that
+  // fails any case ranks with 0.
+  std::vector<LeaderboardEntry> leaderboard;
 };
 
 // Strips from a hidden case everything but names, pass/fail and error magnitudes, and

@@ -33,8 +33,14 @@ struct StageContext {
 
 // What `bench N` asks for; empty or zero: the stage's defaults.
 struct BenchOptions {
-  std::vector<int> contexts;
+  std::vector<int> contexts;  // stage 2: context lengths
+  std::vector<int> tokens;    // stage 3: T values
   double budgetSeconds = 0;
+  bool solutions = false;     // timing the solution: stage 3 also times its kernel versions
+  std::string format = "text";  // "text" or "json", on stdout
+  std::string plotPath;       // stage 3: also draw the figures as an SVG file here
+  std::string source;         // the stage file being timed, as `check` names it
+  uint64_t memoryLimitMiB = 1024;
 };
 
 class StageDriver {
@@ -54,6 +60,15 @@ class StageDriver {
     (void)options;
     (void)context;
     return InternalError("this stage has no benchmark");
+  }
+  // What Gradescope's leaderboard ranks by (check --leaderboard): measured on context.harness
+  // when `measure` (every case passed), else the same entries at 0; empty when the stage
+  // ranks nothing. Timed by the runner's clock, never by anything the student's code can
+  // write to, and on runs whose results are checked.
+  virtual Expected<std::vector<LeaderboardEntry>> Leaderboard(const StageContext& context, bool measure) const {
+    (void)context;
+    (void)measure;
+    return std::vector<LeaderboardEntry>{};
   }
 };
 

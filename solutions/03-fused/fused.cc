@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include <omp.h>
@@ -68,6 +69,28 @@ Quarter HorizontalSums(Vec a, Vec b, Vec c, Vec d) {
   const Half pairs = __builtin_shufflevector(abcd, abcd, 0, 1, 4, 5, 8, 9, 12, 13) +
                      __builtin_shufflevector(abcd, abcd, 2, 3, 6, 7, 10, 11, 14, 15);
   return __builtin_shufflevector(pairs, pairs, 0, 2, 4, 6) + __builtin_shufflevector(pairs, pairs, 1, 3, 5, 7);
+}
+
+// e^x in every lane, to within a few units in the last place (std::exp, one lane at a time,
+// is most of SwiGLU's and attention's time otherwise). x = n ln2 + r with n an integer and
+// |r| <= ln2 / 2 (ln2 split in two parts, so n ln2 is subtracted exactly: Cody and Waite);
+// e^r from its Taylor series to r^7 (error below 6e-9 on that interval); 2^n built as a
+// float's exponent bits. Lanes are clamped to [-87.3, 88.7], where e^x is a normal float.
+typedef int32_t IntVec __attribute__((vector_size(kLanes * sizeof(int32_t))));
+Vec Exp(Vec x) {
+  const Vec lowest = Vec{} - 87.3f;
+  const Vec highest = Vec{} + 88.7f;
+  x = x < lowest ? lowest : x;
+  x = x > highest ? highest : x;
+  const Vec shifter = Vec{} + 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const Vec n = (x * 1.44269504f + shifter) - shifter;
+  const Vec r = (x - n * 0.693145752f) - n * 1.42860677e-6f;
+  Vec p = Vec{} + 1.0f / 5040;
+  for (const float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * r + c;
+  const IntVec bits = (__builtin_convertvector(n, IntVec) + 127) << 23;
+  Vec scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
 }
 
 float Dot(const float* a, const float* b, int count) {
@@ -210,7 +233,8 @@ Band ColumnBand(int out, int tileColumns, int thread, int threads) {
   return {begin, std::min(out, begin + perThread * tileColumns)};
 }
 
-void MatmulThreaded(int T, int out, int in, const float* x, const float* W, float* y, Accumulate mode, int threads) {
+[[maybe_unused]] void MatmulThreaded(int T, int out, int in, const float* x, const float* W, float* y, Accumulate mode,
+                                     int threads) {
 #pragma omp parallel num_threads(threads)
   {
     const Band band = ColumnBand(out, kTileColumns, omp_get_thread_num(), omp_get_num_threads());
@@ -219,8 +243,6 @@ void MatmulThreaded(int T, int out, int in, const float* x, const float* W, floa
 }
 
 // --- SwiGLU: two matmuls and their epilogue in one pass ---------------------------------------
-float Silu(float g) { return g / (1.0f + std::exp(-g)); }
-
 // hidden[r][c] = SiLU(x row r . Wgate row c) * (x row r . Wup row c) for an R x C tile: the
 // gate and up sums of a tile are 2 * R * C vectors, combined as soon as they are reduced.
 template <int R, int C>
@@ -240,17 +262,35 @@ void SwiGluTile(int in, const float* x, const float* Wgate, const float* Wup, fl
       }
     }
   }
+  // The epilogue: the tile's R x C gate and up sums (lane r * C + c of g and u), then
+  // SiLU(g) * u = g / (1 + e^-g) * u for all of them at once.
+  static_assert(R * C <= kLanes, "a SwiGLU tile's sums fit one vector");
+  Vec g = {};
+  Vec u = {};
   for (int r = 0; r < R; ++r) {
+    if constexpr (C == 2) {
+      const Quarter four = HorizontalSums(gate[r][0], gate[r][1], up[r][0], up[r][1]);
+      g[r * C] = four[0];
+      g[r * C + 1] = four[1];
+      u[r * C] = four[2];
+      u[r * C + 1] = four[3];
+    } else {
+      for (int c = 0; c < C; ++c) {
+        g[r * C + c] = HorizontalSum(gate[r][c]);
+        u[r * C + c] = HorizontalSum(up[r][c]);
+      }
+    }
     for (int c = 0; c < C; ++c) {
-      float g = HorizontalSum(gate[r][c]);
-      float u = HorizontalSum(up[r][c]);
       for (int kk = k; kk < in; ++kk) {
         const float xv = x[static_cast<size_t>(r) * in + kk];
-        g += xv * Wgate[static_cast<size_t>(c) * in + kk];
-        u += xv * Wup[static_cast<size_t>(c) * in + kk];
+        g[r * C + c] += xv * Wgate[static_cast<size_t>(c) * in + kk];
+        u[r * C + c] += xv * Wup[static_cast<size_t>(c) * in + kk];
       }
-      hidden[static_cast<size_t>(r) * stride + c] = Silu(g) * u;
     }
+  }
+  const Vec product = g / (1.0f + Exp(-g)) * u;
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) hidden[static_cast<size_t>(r) * stride + c] = product[r * C + c];
   }
 }
 
@@ -263,7 +303,7 @@ constexpr int kSwiGluTileColumns = 2;  // 4 x 2 tiles: 16 sums, as many register
 // added with weights exp(s - m). One rescale per tile, not per key, and no T-long array.
 constexpr int kKeyTile = 32;
 constexpr int kHeadVectors = DH / kLanes;  // a 64-value head is 4 vectors
-static_assert(DH % kLanes == 0, "a head is a whole number of vectors");
+static_assert(DH % kLanes == 0 && kKeyTile % kLanes == 0, "a head and a key tile are whole vectors");
 
 // Query head `h` of token `t` over keys 0 .. t; out (DH).
 void AttendHeadTiled(int t, int h, const float* qkv, float* out) {
@@ -278,27 +318,36 @@ void AttendHeadTiled(int t, int h, const float* qkv, float* out) {
   float runningMax = -INFINITY;
   float normaliser = 0.0f;
   Vec accumulator[kHeadVectors] = {};
-  float scores[kKeyTile];
+  float scores[kKeyTile] = {};
+  float weights[kKeyTile];
   for (int first = 0; first <= t; first += kKeyTile) {
     const int count = std::min(kKeyTile, t + 1 - first);
-    float tileMax = -INFINITY;
-    for (int j = 0; j < count; ++j) {
+    // The tile's scores, four keys at a time: their 16-lane products reduced together.
+    auto products = [&](int j) {
       const float* key = keys + static_cast<size_t>(first + j) * QKV;
-      Vec products = q[0] * Load(key);
-      for (int i = 1; i < kHeadVectors; ++i) products += q[i] * Load(key + i * kLanes);
-      scores[j] = HorizontalSum(products) * scale;
-      tileMax = std::max(tileMax, scores[j]);
+      Vec sum = q[0] * Load(key);
+      for (int i = 1; i < kHeadVectors; ++i) sum += q[i] * Load(key + i * kLanes);
+      return sum;
+    };
+    int j = 0;
+    for (; j + 4 <= count; j += 4) {
+      const Quarter four = HorizontalSums(products(j), products(j + 1), products(j + 2), products(j + 3)) * scale;
+      for (int u = 0; u < 4; ++u) scores[j + u] = four[u];
     }
+    for (; j < count; ++j) scores[j] = HorizontalSum(products(j)) * scale;
+    float tileMax = -INFINITY;
+    for (j = 0; j < count; ++j) tileMax = std::max(tileMax, scores[j]);
+
     const float newMax = std::max(runningMax, tileMax);
     const float rescale = std::exp(runningMax - newMax);  // exp(-inf) = 0 on the first tile
     normaliser *= rescale;
     for (Vec& a : accumulator) a *= rescale;
     runningMax = newMax;
-    for (int j = 0; j < count; ++j) {
-      const float weight = std::exp(scores[j] - runningMax);
+    for (int v = 0; v < kKeyTile; v += kLanes) Store(weights + v, Exp(Load(scores + v) - runningMax));
+    for (j = 0; j < count; ++j) {
       const float* value = values + static_cast<size_t>(first + j) * QKV;
-      normaliser += weight;
-      for (int i = 0; i < kHeadVectors; ++i) accumulator[i] += weight * Load(value + i * kLanes);
+      normaliser += weights[j];
+      for (int i = 0; i < kHeadVectors; ++i) accumulator[i] += weights[j] * Load(value + i * kLanes);
     }
   }
   for (int i = 0; i < kHeadVectors; ++i) Store(out + i * kLanes, accumulator[i] / normaliser);
@@ -379,6 +428,7 @@ void fused_block(int T, int threads, const float* w, const float* x,
                  const float* ropeCos, const float* ropeSin,
                  float* norm1, float* qkv, float* attnOut, float* residual1,
                  float* norm2, float* hidden, float* output) {
+  if (T < 1) return;  // no tokens, nothing to write
   const size_t rows = static_cast<size_t>(T);
 
   // 1. norm1 (T x D).

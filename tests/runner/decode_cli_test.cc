@@ -238,7 +238,9 @@ TEST_CASE("bench 2 validates first, then prints one row per context with both ti
     CHECK(line.back() == 'x');
   }
   CHECK(rows == 2);
-  CHECK(Workbook("bench 3").status == 2);
+  const auto noBench = Workbook("bench 1");  // stage 1 has no benchmark
+  CHECK(noBench.status == 2);
+  CHECK(noBench.err.find("stage 1 has no benchmark; the ones there are: `bench 2`, `bench 3`") != std::string::npos);
   CHECK(Workbook("bench 2 --contexts 0").status == 2);
   CHECK(Workbook("bench 2 --solutions --contexts 5000").status == 2);
 }

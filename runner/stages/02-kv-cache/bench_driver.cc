@@ -26,6 +26,10 @@ std::string Duration(double seconds) {
 }  // namespace
 
 Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& options, const StageContext& context) {
+  if (!options.tokens.empty() || !options.plotPath.empty() || options.format != "text") {
+    return BadUsage("stage 2's bench takes --contexts and --budget, and prints a table: --tokens, --plot and "
+                    "--format are stage 3's");
+  }
   const std::vector<int> contexts = options.contexts.empty() ? std::vector<int>{512, 4096} : options.contexts;
   const double budget = options.budgetSeconds > 0 ? options.budgetSeconds : 6.0;
   for (int c : contexts) {

@@ -1,0 +1,638 @@
+#include "bench_driver.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "bench_call.h"
+#include "reference/block/block.h"
+#include "reference/gen/block_data.h"
+#include "runner/engine/check.h"
+#include "runner/engine/crash_description.h"
+#include "runner/isolation/shared_region.h"
+#include "runner/stages/01-block/block_call.h"
+#include "runner/stages/03-fused/stage03_paths.h"
+
+namespace wb::stage03 {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kThreadCounts[] = {1, 2};
+constexpr double kDefaultBudget = 0.25;
+constexpr int kStageOneRuns = 3;
+// OpenBLAS's names of x86 core types (OPENBLAS_CORETYPE), newest first; "" leaves the choice
+// to OpenBLAS. A type the CPU cannot run stops the yardstick, and is skipped.
+const char* const kCoreTypes[] = {"", "Cooperlake", "SkylakeX", "Zen", "Haswell", "Sandybridge", "Prescott"};
+
+// The block's sizes, from the reference's shape (the contract's).
+struct Sizes {
+  int D, KV, QKV, F, heads, headDim;
+  size_t packed;
+};
+Sizes BlockSizes() {
+  const ref::BlockShape s = ref::Stage1Shape();
+  return {s.model, s.kvWidth(), s.model + 2 * s.kvWidth(), s.ffn, s.qHeads, s.headDim, ref::PackedFloats(s)};
+}
+
+// The bytes a block at T must at least move: the weights once, x in, and each buffer the
+// contract makes it write.
+double BlockBytes(int T) {
+  const Sizes s = BlockSizes();
+  return 4.0 * (double(s.packed) + double(T) * (s.D + 5.0 * s.D + s.QKV + s.F));
+}
+double MatmulFlops(int T, const BenchShape& shape) { return 2.0 * T * shape.out * shape.in; }
+double MatmulBytes(int T, const BenchShape& shape) {
+  return 4.0 * (double(T) * shape.in + double(shape.out) * shape.in + double(T) * shape.out);
+}
+
+std::string Duration(double seconds) {
+  if (seconds >= 1.0) return fmt::format("{:.2f} s", seconds);
+  if (seconds >= 1e-3) return fmt::format("{:.2f} ms", seconds * 1e3);
+  return fmt::format("{:.1f} us", seconds * 1e6);
+}
+
+Timing FromFloats(std::span<const float> f) {
+  return {.median = f[0], .fastest = f[1], .slowest = f[2], .runs = static_cast<int>(f[3])};
+}
+Timing FromJson(const json& j) {
+  return {.median = j["median"].get<double>(), .fastest = j["fastest"].get<double>(),
+          .slowest = j["slowest"].get<double>(), .runs = j["runs"].get<int>()};
+}
+json ToJson(const Timing& t) {
+  return {{"median_seconds", t.median}, {"fastest_seconds", t.fastest}, {"slowest_seconds", t.slowest},
+          {"runs", t.runs}};
+}
+
+// --- the yardstick: trusted, started outside the sandbox -----------------------------------
+struct YardstickRun {
+  bool ok = false;  // exited 0 and printed one JSON object
+  json result;
+};
+
+// Runs the yardstick with OPENBLAS_CORETYPE=coreType ("" leaves it unset), for at most
+// timeoutSeconds; its stdout is the JSON, its stderr is dropped (OpenBLAS's own notes).
+Expected<YardstickRun> RunYardstick(const std::vector<std::string>& args, const std::string& coreType,
+                                    double timeoutSeconds) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string_view(*e).rfind("OPENBLAS_CORETYPE=", 0) != 0) env.emplace_back(*e);
+  }
+  if (!coreType.empty()) env.push_back("OPENBLAS_CORETYPE=" + coreType);
+  // The OpenBLAS block mixes OpenBLAS's own threads (Debian's default build) with OpenMP's,
+  // around the attention: left to spin after their work, each pool's idle threads hold the
+  // cores the other needs, and the block runs many times slower than its parts. Idle threads
+  // of both sleep at once here, so the yardstick is OpenBLAS at its best, not a crippled one.
+  env.push_back("OPENBLAS_THREAD_TIMEOUT=4");
+  env.push_back("OMP_WAIT_POLICY=PASSIVE");
+  std::vector<std::string> argv = {WB_STAGE03_YARDSTICK};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> argvp, envp;
+  for (auto& a : argv) argvp.push_back(a.data());
+  argvp.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return SystemError(fmt::format("cannot start {}: no pipe", argv[0]));
+  const pid_t pid = fork();
+  if (pid < 0) return SystemError(fmt::format("cannot start {}: fork failed", argv[0]));
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, STDERR_FILENO);
+    execve(argvp[0], argvp.data(), envp.data());
+    _exit(127);
+  }
+  close(out[1]);
+  std::string text;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
+  bool timedOut = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timedOut = true;
+      break;
+    }
+    pollfd p{.fd = out[0], .events = POLLIN, .revents = 0};
+    if (poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000))) <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = read(out[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(out[0]);
+  if (timedOut) kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  YardstickRun run;
+  if (timedOut || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return run;
+  try {
+    run.result = json::parse(text);
+    run.ok = run.result.is_object();
+  } catch (const json::exception&) {
+    run.ok = false;
+  }
+  return run;
+}
+
+// --- the student's bench child ---------------------------------------------------------------
+struct ChildTimings {
+  std::array<Timing, kBenchMeasurements> timings{};
+  std::string failure;  // why the child did not return, "" when it did
+};
+
+Expected<ChildTimings> RunBenchChild(const std::string& harness, const PackedWeights& weights, int T, int threads,
+                                     double budget, const StageContext& context) {
+  using L = BenchCall;
+  const Sizes s = BlockSizes();
+  const size_t rows = static_cast<size_t>(T);
+  const std::vector<float> x = ref::GenerateInputRows(1, T, s.D, 1.0);
+  const std::vector<float> input = ref::GenerateInputRows(2, T, s.F, 1.0);
+  std::vector<float> ropeCos, ropeSin;
+  ref::MakeFloatRopeTables(T, s.headDim, ref::kRopeBase, ropeCos, ropeSin);
+  std::array<BufferSize, L::kBufferCount> sizes{};
+  sizes[L::kW] = {weights.values.size(), shm::kReadOnly};
+  sizes[L::kX] = {x.size(), shm::kReadOnly};
+  sizes[L::kRopeCos] = {ropeCos.size(), shm::kReadOnly};
+  sizes[L::kRopeSin] = {ropeSin.size(), shm::kReadOnly};
+  sizes[L::kMatmulInput] = {input.size(), shm::kReadOnly};
+  sizes[L::kMatmulOutput] = {rows * s.F, shm::kWritable};
+  for (L::Buffer b : {L::kNorm1, L::kAttnOut, L::kResidual1, L::kNorm2, L::kOutput}) sizes[b] = {rows * s.D, shm::kWritable};
+  sizes[L::kQkv] = {rows * s.QKV, shm::kWritable};
+  sizes[L::kHidden] = {rows * s.F, shm::kWritable};
+  sizes[L::kTimings] = {kBenchMeasurements * kTimingFloats, shm::kWritable};
+  auto created = SharedRegion::Create<L>(sizes);
+  if (!created.ok()) return created.error();
+  SharedRegion& region = *created;
+  region.PoisonOutputs();
+  std::ranges::copy(weights.values, region.Floats<L>(L::kW).begin());
+  std::ranges::copy(x, region.Floats<L>(L::kX).begin());
+  std::ranges::copy(ropeCos, region.Floats<L>(L::kRopeCos).begin());
+  std::ranges::copy(ropeSin, region.Floats<L>(L::kRopeSin).begin());
+  std::ranges::copy(input, region.Floats<L>(L::kMatmulInput).begin());
+  region.SetParams<L>({.tokens = T, .threads = threads, .budgetSeconds = static_cast<float>(budget)});
+  ChildLimits limits = context.limits;
+  limits.wallSeconds = 300;  // five measurements, each a budget and a few slow runs
+  auto ran = RunInChild(harness, region, limits);
+  if (!ran.ok()) return ran.error();
+  ChildTimings result;
+  if (ran->ending != ChildOutcome::Ending::kReturned) {
+    result.failure = DescribeEnding(*ran, region, "the bench", limits.wallSeconds, limits.memoryBytes);
+    if (const std::string output = ChildOutputText(*ran); !output.empty()) result.failure += "\n" + output;
+    return result;
+  }
+  const auto t = region.Floats<L>(L::kTimings);
+  for (int m = 0; m < kBenchMeasurements; ++m) {
+    result.timings[m] = FromFloats(t.subspan(static_cast<size_t>(m) * kTimingFloats, kTimingFloats));
+  }
+  return result;
+}
+
+// The stage-1 solution's decoder_block at T, on its own child: the median of its calls.
+Expected<double> StageOneBlockSeconds(const PackedWeights& weights, int T, const StageContext& context) {
+  using L = stage01::BlockCall;
+  const StageBuild* one = FindStageBuild(1);
+  if (one == nullptr) return InternalError("the bench compares with stage 1, which this build lacks");
+  const Sizes s = BlockSizes();
+  const std::vector<float> x = ref::GenerateInputRows(1, T, s.D, 1.0);
+  std::vector<float> ropeCos, ropeSin;
+  ref::MakeFloatRopeTables(T, s.headDim, ref::kRopeBase, ropeCos, ropeSin);
+  std::array<BufferSize, L::kBufferCount> sizes{};
+  sizes[L::kW] = {weights.values.size(), shm::kReadOnly};
+  sizes[L::kX] = {x.size(), shm::kReadOnly};
+  sizes[L::kRopeCos] = {ropeCos.size(), shm::kReadOnly};
+  sizes[L::kRopeSin] = {ropeSin.size(), shm::kReadOnly};
+  const ref::BlockShape shape = ref::Stage1Shape();
+  for (ref::Checkpoint c : ref::kCheckpointOrder) {
+    sizes[L::kFirstOutput + ref::Index(c)] = {static_cast<size_t>(T) * ref::CheckpointWidth(c, shape), shm::kWritable};
+  }
+  std::vector<double> seconds;
+  for (int run = 0; run < kStageOneRuns; ++run) {
+    auto created = SharedRegion::Create<L>(sizes);
+    if (!created.ok()) return created.error();
+    SharedRegion& region = *created;
+    std::ranges::copy(weights.values, region.Floats<L>(L::kW).begin());
+    std::ranges::copy(x, region.Floats<L>(L::kX).begin());
+    std::ranges::copy(ropeCos, region.Floats<L>(L::kRopeCos).begin());
+    std::ranges::copy(ropeSin, region.Floats<L>(L::kRopeSin).begin());
+    region.PoisonOutputs();
+    region.SetParams<L>({.tokens = T});
+    ChildLimits limits = context.limits;
+    limits.wallSeconds = 120;
+    auto ran = RunInChild(one->solutionHarness, region, limits);
+    if (!ran.ok()) return ran.error();
+    if (ran->ending != ChildOutcome::Ending::kReturned) return InternalError("the stage-1 solution failed while timed");
+    seconds.push_back(ran->callSeconds);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+// --- the figures -----------------------------------------------------------------------------
+struct Row {
+  int T = 0;
+  int threads = 0;
+  std::string kernel;  // "matmul qkv", ..., "fused_block"
+  double flops = 0;
+  double bytes = 0;
+  Timing student;
+  double stageOneSeconds = 0;  // 0: not measured
+  double openBlasSeconds = 0;
+  double Gflops() const { return flops / student.median / 1e9; }
+};
+
+struct Machine {
+  std::array<double, 2> peak{};       // GFLOP/s, 1 and 2 threads
+  std::array<double, 2> bandwidth{};  // GB/s
+  std::string coreType;               // the OPENBLAS_CORETYPE used ("" its own choice)
+  std::string coreName;               // openblas_get_corename()
+  std::string config;                 // openblas_get_config()
+  std::vector<std::pair<std::string, double>> candidates;  // core type -> GFLOP/s of the sgemm
+};
+
+struct VersionRow {
+  int version = 0;
+  std::string name;
+  bool valid = false;
+  std::string verdict;  // the check's result in words
+  std::vector<std::pair<int, Timing>> qkv;  // T -> the qkv matmul on one thread
+};
+
+const char* const kVersionNames[] = {"", "naive: one dot product per output", "tiled: 4 x 4 register tiles, scalar",
+                                     "vectorised: the tiles with 16-float vectors", "threaded: column bands per thread"};
+
+double PeakFor(const Machine& m, int threads) { return m.peak[std::min(threads, 2) - 1]; }
+
+void PrintText(const Machine& m, const std::vector<Row>& rows, const std::vector<VersionRow>& versions,
+               const BenchOptions& o) {
+  std::printf("Stage 3 bench: %s on this machine\n", o.source.c_str());
+  std::printf("  probe: f32 FMA peak %.1f GFLOP/s on 1 thread, %.1f on 2; read bandwidth %.1f GB/s on 1, %.1f on 2\n",
+              m.peak[0], m.peak[1], m.bandwidth[0], m.bandwidth[1]);
+  std::string tried;
+  for (const auto& [type, gflops] : m.candidates) {
+    tried += fmt::format("{}{} {:.1f}", tried.empty() ? "" : ", ", type.empty() ? "(its own choice)" : type, gflops);
+  }
+  std::printf("  OpenBLAS at its best: core %s (OPENBLAS_CORETYPE=%s), the fastest of: %s GFLOP/s (sgemm 512x768x512, 1 thread)\n",
+              m.coreName.c_str(), m.coreType.empty() ? "unset" : m.coreType.c_str(), tried.c_str());
+  std::printf("  each time is the median of its runs (fastest-slowest in brackets); x stage 1 and x OpenBLAS are\n"
+              "  their time over yours (above 1: yours is faster); stage 1 runs on one thread; OpenBLAS is\n"
+              "  cblas_sgemm (cblas_sgemv at T = 1), and its block is those calls around the solution's attention\n\n");
+  std::printf("%5s %3s  %-14s %28s %9s %7s %10s %11s\n", "T", "thr", "kernel", "time (fastest-slowest)", "GFLOP/s",
+              "% peak", "x stage 1", "x OpenBLAS");
+  int lastT = -1;
+  for (const Row& r : rows) {
+    if (lastT != -1 && (r.T != lastT)) std::printf("\n");
+    lastT = r.T;
+    const std::string time = fmt::format("{} ({}-{})", Duration(r.student.median), Duration(r.student.fastest),
+                                         Duration(r.student.slowest));
+    std::printf("%5d %3d  %-14s %28s %9.1f %6.0f%% %10s %10.2fx\n", r.T, r.threads, r.kernel.c_str(), time.c_str(),
+                r.Gflops(), 100.0 * r.Gflops() / PeakFor(m, r.threads),
+                r.stageOneSeconds > 0 ? fmt::format("{:.1f}x", r.stageOneSeconds / r.student.median).c_str() : "-",
+                r.openBlasSeconds / r.student.median);
+  }
+  if (!versions.empty()) {
+    std::printf("\nThe solution's matmul versions at the qkv shape (768 x 512), one thread, each validated on the visible suite:\n");
+    std::printf("%3s  %-44s", "v", "version");
+    for (const auto& [T, t] : versions.front().qkv) std::printf(" %12s", fmt::format("T={} GFLOP/s", T).c_str());
+    std::printf("\n");
+    for (const VersionRow& v : versions) {
+      std::printf("%3d  %-44s", v.version, v.name.c_str());
+      if (!v.valid) {
+        std::printf(" not timed: %s\n", v.verdict.c_str());
+        continue;
+      }
+      for (const auto& [T, t] : v.qkv) std::printf(" %12.1f", MatmulFlops(T, kBenchShapes[0]) / t.median / 1e9);
+      std::printf("\n");
+    }
+  }
+  std::fflush(stdout);
+}
+
+json ToJson(const Machine& m, const std::vector<Row>& rows, const std::vector<VersionRow>& versions,
+            const BenchOptions& o) {
+  json root;
+  root["stage"] = 3;
+  root["source"] = o.source;
+  root["probe"] = {{"fma_peak_gflops", m.peak}, {"read_bandwidth_gbs", m.bandwidth}, {"threads", {1, 2}}};
+  json candidates = json::array();
+  for (const auto& [type, gflops] : m.candidates) candidates.push_back({{"coretype", type}, {"sgemm_gflops", gflops}});
+  root["openblas"] = {{"coretype", m.coreType}, {"corename", m.coreName}, {"config", m.config},
+                      {"candidates", candidates}};
+  root["rows"] = json::array();
+  for (const Row& r : rows) {
+    root["rows"].push_back({{"T", r.T},
+                            {"threads", r.threads},
+                            {"kernel", r.kernel},
+                            {"flops", r.flops},
+                            {"bytes", r.bytes},
+                            {"time", ToJson(r.student)},
+                            {"gflops", r.Gflops()},
+                            {"percent_of_peak", 100.0 * r.Gflops() / PeakFor(m, r.threads)},
+                            {"stage1_seconds", r.stageOneSeconds > 0 ? json(r.stageOneSeconds) : json(nullptr)},
+                            {"ratio_to_stage1", r.stageOneSeconds > 0 ? json(r.stageOneSeconds / r.student.median)
+                                                                       : json(nullptr)},
+                            {"openblas_seconds", r.openBlasSeconds},
+                            {"ratio_to_openblas", r.openBlasSeconds / r.student.median}});
+  }
+  root["versions"] = json::array();
+  for (const VersionRow& v : versions) {
+    json times = json::array();
+    for (const auto& [T, t] : v.qkv) {
+      times.push_back({{"T", T}, {"time", ToJson(t)}, {"gflops", MatmulFlops(T, kBenchShapes[0]) / t.median / 1e9}});
+    }
+    root["versions"].push_back(
+        {{"version", v.version}, {"name", v.name}, {"valid", v.valid}, {"check", v.verdict}, {"qkv", times}});
+  }
+  return root;
+}
+
+// --- the SVG ---------------------------------------------------------------------------------
+// A roofline (Williams, Waterman and Patterson, CACM 2009): log-log, FLOP/byte across, GFLOP/s
+// up; the probe's peaks as flat lines and its bandwidths as slopes, each kernel a point.
+// Below it, each T = 512 row's ratio to OpenBLAS as a bar, with 1 marked.
+std::string Svg(const Machine& m, const std::vector<Row>& rows, const BenchOptions& o) {
+  constexpr double W = 960, plotLeft = 80, plotRight = 700, plotTop = 50, plotBottom = 470;
+  const double xMin = std::log10(0.1), xMax = std::log10(1000.0);
+  const double yMin = std::log10(0.1), yMax = std::log10(std::max(m.peak[1], m.peak[0]) * 2);
+  auto X = [&](double intensity) { return plotLeft + (std::log10(intensity) - xMin) / (xMax - xMin) * (plotRight - plotLeft); };
+  auto Y = [&](double gflops) {
+    return plotBottom - (std::log10(std::max(gflops, 0.1)) - yMin) / (yMax - yMin) * (plotBottom - plotTop);
+  };
+  std::vector<const Row*> bars;
+  for (const Row& r : rows) {
+    if (r.T == rows.back().T) bars.push_back(&r);
+  }
+  const double barsTop = plotBottom + 80, barHeight = 18;
+  const double H = barsTop + 40 + bars.size() * (barHeight + 6) + 40;
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+      W, H, W, H);
+  svg += fmt::format("<text x=\"{}\" y=\"24\" font-size=\"15\">Stage 3 roofline: {} (f32 FMA peak {:.0f} / {:.0f} "
+                     "GFLOP/s, read {:.1f} / {:.1f} GB/s, 1 / 2 threads)</text>\n",
+                     plotLeft, o.source, m.peak[0], m.peak[1], m.bandwidth[0], m.bandwidth[1]);
+  // Axes and grid.
+  for (double decade = -1; decade <= 3; ++decade) {
+    const double x = X(std::pow(10.0, decade));
+    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
+                       "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4:g}</text>\n",
+                       x, plotTop, plotBottom, plotBottom + 16, std::pow(10.0, decade));
+  }
+  for (double decade = -1; decade <= std::ceil(yMax); ++decade) {
+    const double y = Y(std::pow(10.0, decade));
+    if (y < plotTop) break;
+    svg += fmt::format("<line x1=\"{1}\" y1=\"{0:.1f}\" x2=\"{2}\" y2=\"{0:.1f}\" stroke=\"#ddd\"/>"
+                       "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:g}</text>\n",
+                       y, plotLeft, plotRight, plotLeft - 6, y + 4, std::pow(10.0, decade));
+  }
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">arithmetic intensity (FLOP per byte moved, at "
+                     "least)</text>\n<text x=\"20\" y=\"{}\" transform=\"rotate(-90 20 {})\" text-anchor=\"middle\">"
+                     "GFLOP/s</text>\n",
+                     (plotLeft + plotRight) / 2, plotBottom + 36, (plotTop + plotBottom) / 2, (plotTop + plotBottom) / 2);
+  // The roofs: min(peak, intensity x bandwidth), for 1 and 2 threads.
+  for (int t = 0; t < 2; ++t) {
+    const double ridge = m.peak[t] / m.bandwidth[t];
+    const double start = 0.1;
+    svg += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{:.1f},{:.1f} {:.1f},{:.1f} "
+                       "{:.1f},{:.1f}\"/>\n",
+                       t == 0 ? "#333" : "#999", X(start), Y(start * m.bandwidth[t]), X(ridge), Y(m.peak[t]), X(1000.0),
+                       Y(m.peak[t]));
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{} thread{}: {:.0f} GFLOP/s, {:.1f} GB/s</text>\n",
+                       X(ridge) + 8, Y(m.peak[t]) - 6, t == 0 ? "#333" : "#999", t + 1, t == 0 ? "" : "s", m.peak[t],
+                       m.bandwidth[t]);
+  }
+  // The points: colour by kernel, filled on one thread, hollow on two.
+  const std::vector<std::pair<std::string, std::string>> colours = {
+      {"matmul qkv", "#1f77b4"}, {"matmul wo", "#ff7f0e"}, {"matmul gate/up", "#2ca02c"},
+      {"matmul down", "#d62728"}, {"fused_block", "#9467bd"}};
+  for (const Row& r : rows) {
+    std::string colour = "#000";
+    for (const auto& [name, c] : colours) {
+      if (name == r.kernel) colour = c;
+    }
+    svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\" stroke=\"{}\" stroke-width=\"2\">"
+                       "<title>{} T={} threads {}: {:.1f} GFLOP/s</title></circle>\n",
+                       X(r.flops / r.bytes), Y(r.Gflops()), r.threads == 1 ? colour : "none", colour, r.kernel, r.T,
+                       r.threads, r.Gflops());
+    if (r.threads == 1) {
+      svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" fill=\"{}\">T={}</text>\n",
+                         X(r.flops / r.bytes) + 7, Y(r.Gflops()) + 12, colour, r.T);
+    }
+  }
+  double legendY = plotTop + 10;
+  for (const auto& [name, c] : colours) {
+    svg += fmt::format("<circle cx=\"{}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"/><text x=\"{}\" y=\"{:.1f}\">{}</text>\n",
+                       plotRight + 30, legendY, c, plotRight + 42, legendY + 4, name);
+    legendY += 20;
+  }
+  svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\">filled: 1 thread; ring: 2</text>\n", plotRight + 24, legendY + 4);
+  // The bars: x OpenBLAS at the largest T.
+  double most = 1.5;
+  for (const Row* r : bars) most = std::max(most, r->openBlasSeconds / r->student.median * 1.1);
+  const double barLeft = 240, barRight = W - 60;
+  auto B = [&](double ratio) { return barLeft + ratio / most * (barRight - barLeft); };
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"15\">T = {}: OpenBLAS's time over yours (above 1: yours is "
+                     "faster)</text>\n",
+                     plotLeft, barsTop, bars.empty() ? 0 : bars.front()->T);
+  double y = barsTop + 20;
+  for (const Row* r : bars) {
+    const double ratio = r->openBlasSeconds / r->student.median;
+    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}, {} thread{}</text>"
+                       "<rect x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"/>"
+                       "<text x=\"{:.1f}\" y=\"{:.1f}\">{:.2f}x</text>\n",
+                       barLeft - 8, y + 13, r->kernel, r->threads, r->threads == 1 ? "" : "s", barLeft, y,
+                       B(ratio) - barLeft, barHeight, ratio >= 1 ? "#2ca02c" : "#d62728", B(ratio) + 6, y + 13, ratio);
+    y += barHeight + 6;
+  }
+  svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\" "
+                     "stroke-dasharray=\"4 3\"/><text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">1</text>\n",
+                     B(1.0), barsTop + 14, y, y + 16);
+  svg += "</svg>\n";
+  return svg;
+}
+
+// Writes the file whole, or not at all: a temporary beside it, then a rename.
+Status WriteWhole(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".partial";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out.write(text.data(), static_cast<std::streamsize>(text.size()))) {
+      std::remove(temporary.c_str());
+      return BadUsage(fmt::format("--plot {}: cannot write the file", path));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return BadUsage(fmt::format("--plot {}: cannot write the file", path));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+double FusedBlockFlops(int T) {
+  const Sizes s = BlockSizes();
+  const double projections = 2.0 * T * (double(s.QKV) * s.D + double(s.D) * s.D + 2.0 * s.F * s.D + double(s.D) * s.F);
+  const double attention = 2.0 * 2.0 * s.headDim * s.heads * (double(T) * (T + 1) / 2);
+  return projections + attention;
+}
+
+Expected<int> RunFusedBench(const PackedWeights& weights, const BenchOptions& o, const StageContext& context) {
+  if (!o.contexts.empty()) return BadUsage("--contexts is stage 2's; stage 3 takes --tokens (T values)");
+  const std::vector<int> tokens = o.tokens.empty() ? std::vector<int>{1, 16, 128, 512} : o.tokens;
+  for (int T : tokens) {
+    if (T < 1 || T > kBenchLargestT) return BadUsage(fmt::format("--tokens: {} is not a T from 1 to {}", T, kBenchLargestT));
+  }
+  if (!o.plotPath.empty()) {
+    // Fail before a minute of measuring, not after.
+    std::ofstream probe(o.plotPath + ".partial", std::ios::binary | std::ios::trunc);
+    if (!probe) return BadUsage(fmt::format("--plot {}: cannot write there", o.plotPath));
+    probe.close();
+    std::remove((o.plotPath + ".partial").c_str());
+  }
+  const double budget = o.budgetSeconds > 0 ? o.budgetSeconds : kDefaultBudget;
+  std::FILE* progress = o.format == "json" ? stderr : stdout;
+  auto note = [progress](const std::string& text) {
+    std::fprintf(progress, "%s\n", text.c_str());
+    std::fflush(progress);
+  };
+
+  // The machine, then OpenBLAS at its best.
+  Machine machine;
+  note("bench: probing this machine's FMA peak and read bandwidth ...");
+  auto probe = RunYardstick({"probe", fmt::format("{}", std::max(0.2, budget))}, "", 120);
+  if (!probe.ok()) return probe.error();
+  if (!probe->ok) return InternalError("the bench's probe (stage03-yardstick probe) failed: rebuild the workbook");
+  for (int t = 0; t < 2; ++t) {
+    machine.peak[t] = probe->result["fma_peak_gflops"][t].get<double>();
+    machine.bandwidth[t] = probe->result["read_bandwidth_gbs"][t].get<double>();
+  }
+  note("bench: finding OpenBLAS's fastest core type on this CPU ...");
+  double best = 0;
+  for (const char* type : kCoreTypes) {
+    auto tried = RunYardstick({"corename"}, type, 60);
+    if (!tried.ok()) return tried.error();
+    if (!tried->ok) continue;  // a core type this CPU cannot run
+    const double gflops = tried->result["gflops"].get<double>();
+    machine.candidates.emplace_back(type, gflops);
+    if (gflops > best) {
+      best = gflops;
+      machine.coreType = type;
+      machine.coreName = tried->result["corename"].get<std::string>();
+      machine.config = tried->result["config"].get<std::string>();
+    }
+  }
+  if (machine.candidates.empty()) return InternalError("OpenBLAS ran under no core type: check libopenblas-dev");
+
+  // Every T and thread count: the student's child, the yardstick, stage 1.
+  std::vector<Row> rows;
+  for (int T : tokens) {
+    for (int threads : kThreadCounts) {
+      note(fmt::format("bench: T = {}, {} thread{} ...", T, threads, threads == 1 ? "" : "s"));
+      auto child = RunBenchChild(context.harness, weights, T, threads, budget, context);
+      if (!child.ok()) return child.error();
+      if (!child->failure.empty()) {
+        std::printf("bench: T = %d, %d threads: %s\n", T, threads, child->failure.c_str());
+        return 1;
+      }
+      auto yard = RunYardstick({"measure", std::to_string(T), std::to_string(threads), fmt::format("{}", budget)},
+                               machine.coreType, 600);
+      if (!yard.ok()) return yard.error();
+      if (!yard->ok) return InternalError("the bench's yardstick (stage03-yardstick measure) failed");
+      for (int s = 0; s < kBenchShapeCount; ++s) {
+        Row r{.T = T, .threads = threads, .kernel = std::string("matmul ") + kBenchShapes[s].name,
+              .flops = MatmulFlops(T, kBenchShapes[s]), .bytes = MatmulBytes(T, kBenchShapes[s]),
+              .student = child->timings[s], .stageOneSeconds = 0,
+              .openBlasSeconds = FromJson(yard->result["sgemm"][s]).median};
+        if (threads == 1) r.stageOneSeconds = FromJson(yard->result["stage1_loops"][s]).median;
+        rows.push_back(r);
+      }
+      Row block{.T = T, .threads = threads, .kernel = "fused_block", .flops = FusedBlockFlops(T), .bytes = BlockBytes(T),
+                .student = child->timings[kBenchShapeCount], .stageOneSeconds = 0,
+                .openBlasSeconds = FromJson(yard->result["openblas_block"]).median};
+      if (threads == 1) {
+        auto one = StageOneBlockSeconds(weights, T, context);
+        if (!one.ok()) return one.error();
+        block.stageOneSeconds = *one;
+      }
+      rows.push_back(block);
+    }
+  }
+  // Stage 1 has no threads: the two-thread rows compare with its one-thread time.
+  for (Row& r : rows) {
+    if (r.threads == 1) continue;
+    for (const Row& one : rows) {
+      if (one.threads == 1 && one.T == r.T && one.kernel == r.kernel) r.stageOneSeconds = one.stageOneSeconds;
+    }
+  }
+
+  // The solution's versions, each validated before it is timed.
+  std::vector<VersionRow> versions;
+  if (o.solutions) {
+    const char* const checks[] = {WB_STAGE03_MATMUL_V1_CHECK, WB_STAGE03_MATMUL_V2_CHECK, WB_STAGE03_MATMUL_V3_CHECK};
+    const char* const benches[] = {WB_STAGE03_MATMUL_V1_BENCH, WB_STAGE03_MATMUL_V2_BENCH, WB_STAGE03_MATMUL_V3_BENCH};
+    for (int v = 1; v <= 4; ++v) {
+      VersionRow row{.version = v, .name = kVersionNames[v], .valid = false, .verdict = "", .qkv = {}};
+      note(fmt::format("bench: the solution's matmul version {} ({}) ...", v, row.name));
+      if (v < 4) {
+        CheckOptions check;
+        check.stage = 3;
+        check.harness = checks[v - 1];
+        check.memoryLimitMiB = o.memoryLimitMiB;
+        auto checked = RunCheck(check, context.paths);
+        if (!checked.ok()) return checked.error();
+        row.valid = checked->status == RunStatus::kPass;
+        size_t passing = 0;
+        for (const auto& c : checked->cases) passing += c.status == CaseStatus::kPass ? 1 : 0;
+        row.verdict = fmt::format("{} of {} visible cases pass", passing, checked->cases.size());
+      } else {
+        row.valid = true;  // the solution itself, validated before the bench began
+        row.verdict = "the solution: validated above";
+      }
+      if (row.valid) {
+        for (int T : tokens) {
+          if (v < 4) {
+            auto child = RunBenchChild(benches[v - 1], weights, T, 1, budget, context);
+            if (!child.ok()) return child.error();
+            if (!child->failure.empty()) return InternalError("a solution version failed while timed: " + child->failure);
+            row.qkv.emplace_back(T, child->timings[0]);
+          } else {
+            for (const Row& r : rows) {
+              if (r.T == T && r.threads == 1 && r.kernel == "matmul qkv") row.qkv.emplace_back(T, r.student);
+            }
+          }
+        }
+      }
+      versions.push_back(std::move(row));
+    }
+  }
+
+  if (o.format == "json") {
+    std::printf("%s\n", ToJson(machine, rows, versions, o).dump(2).c_str());
+  } else {
+    std::printf("\n");
+    PrintText(machine, rows, versions, o);
+  }
+  if (!o.plotPath.empty()) {
+    if (auto written = WriteWhole(o.plotPath, Svg(machine, rows, o)); !written.ok()) return written.error();
+    std::fprintf(progress, "bench: the figures are in %s\n", o.plotPath.c_str());
+  }
+  return 0;
+}
+
+}  // namespace wb::stage03
