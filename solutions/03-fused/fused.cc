@@ -114,20 +114,26 @@ void Deliver(float& out, float value, Accumulate mode) { out = mode == Accumulat
 }
 
 // --- the tile loop shared by versions 2-4 and matmul_swiglu -----------------------------------
-// Visits output columns [c0, c1) in blocks of kColumnBlock, and within a block every tile of
-// up to `tileRows` x `tileColumns` outputs, rows outer: one block of W (kColumnBlock rows of
-// `in` floats) stays in L2 while every row tile of x passes over it, and one row tile of x
-// stays in L1 while it meets each column tile of the block. The last tile of a row or column
-// range is smaller when the range does not divide: `tile(r, rows, c, columns)`.
+// Visits output columns [c0, c1) of every row in blocks of kRowBlock rows x kColumnBlock
+// columns, and within a block every tile of up to `tileRows` x `tileColumns` outputs, rows
+// outer. A row block of x (256 rows of `in` floats: 512 KiB for in = 512) stays in L2 while
+// every column block meets it; a column block of W (64 rows, 128 KiB) stays in L2 while the
+// block's row tiles pass over it; a row tile of x (8 KiB) stays in L1 while it meets each of
+// the block's column tiles. The last tile of a row or column range is smaller when the range
+// does not divide: `tile(r, rows, c, columns)`.
+constexpr int kRowBlock = 256;
 constexpr int kColumnBlock = 64;
 
 template <typename TileFn>
 void ForEachTile(int T, int c0, int c1, int tileRows, int tileColumns, const TileFn& tile) {
-  for (int block = c0; block < c1; block += kColumnBlock) {
-    const int blockEnd = std::min(block + kColumnBlock, c1);
-    for (int r = 0; r < T; r += tileRows) {
-      const int rows = std::min(tileRows, T - r);
-      for (int c = block; c < blockEnd; c += tileColumns) tile(r, rows, c, std::min(tileColumns, blockEnd - c));
+  for (int rowBlock = 0; rowBlock < T; rowBlock += kRowBlock) {
+    const int rowEnd = std::min(rowBlock + kRowBlock, T);
+    for (int block = c0; block < c1; block += kColumnBlock) {
+      const int blockEnd = std::min(block + kColumnBlock, c1);
+      for (int r = rowBlock; r < rowEnd; r += tileRows) {
+        const int rows = std::min(tileRows, rowEnd - r);
+        for (int c = block; c < blockEnd; c += tileColumns) tile(r, rows, c, std::min(tileColumns, blockEnd - c));
+      }
     }
   }
 }
@@ -301,56 +307,65 @@ constexpr int kSwiGluTileColumns = 2;  // 4 x 2 tiles: 16 sums, as many register
 // running maximum m, normaliser l and accumulator are brought to the tile's new maximum once
 // (Milakov & Gimelshein, 2018: multiply by exp(m_old - m_new)), then the tile's values are
 // added with weights exp(s - m). One rescale per tile, not per key, and no T-long array.
+// The HQ / HKV = 4 query heads that share a KV head go together: each key and value row is
+// loaded once for all four, so a load feeds four multiply-adds instead of one.
 constexpr int kKeyTile = 32;
 constexpr int kHeadVectors = DH / kLanes;  // a 64-value head is 4 vectors
+constexpr int kGroup = HQ / HKV;           // query heads per KV head
 static_assert(DH % kLanes == 0 && kKeyTile % kLanes == 0, "a head and a key tile are whole vectors");
+static_assert(kGroup == 4, "the four heads of a group reduce their scores together (HorizontalSums)");
 
-// Query head `h` of token `t` over keys 0 .. t; out (DH).
-void AttendHeadTiled(int t, int h, const float* qkv, float* out) {
+// Query heads kvHead * 4 .. kvHead * 4 + 3 of token `t` over keys 0 .. t; out: their 4 x DH
+// values of attnOut's row t.
+void AttendGroupTiled(int t, int kvHead, const float* qkv, float* out) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(DH));
-  const int kvHead = h / (HQ / HKV);
-  const float* query = qkv + static_cast<size_t>(t) * QKV + h * DH;
+  const float* queries = qkv + static_cast<size_t>(t) * QKV + kvHead * kGroup * DH;
   const float* keys = qkv + D + kvHead * DH;        // key row j at keys + j * QKV
   const float* values = qkv + D + KV + kvHead * DH;  // value row j at values + j * QKV
-  Vec q[kHeadVectors];
-  for (int i = 0; i < kHeadVectors; ++i) q[i] = Load(query + i * kLanes);
-
-  float runningMax = -INFINITY;
-  float normaliser = 0.0f;
-  Vec accumulator[kHeadVectors] = {};
-  float scores[kKeyTile] = {};
-  float weights[kKeyTile];
+  float runningMax[kGroup];
+  float normaliser[kGroup] = {};
+  Vec accumulator[kGroup][kHeadVectors] = {};
+  float scores[kGroup][kKeyTile] = {};
+  float weights[kGroup][kKeyTile];
+  for (float& m : runningMax) m = -INFINITY;
   for (int first = 0; first <= t; first += kKeyTile) {
     const int count = std::min(kKeyTile, t + 1 - first);
-    // The tile's scores, four keys at a time: their 16-lane products reduced together.
-    auto products = [&](int j) {
+    // The tile's scores: per key, the four heads' 16-lane products reduced together.
+    for (int j = 0; j < count; ++j) {
       const float* key = keys + static_cast<size_t>(first + j) * QKV;
-      Vec sum = q[0] * Load(key);
-      for (int i = 1; i < kHeadVectors; ++i) sum += q[i] * Load(key + i * kLanes);
-      return sum;
-    };
-    int j = 0;
-    for (; j + 4 <= count; j += 4) {
-      const Quarter four = HorizontalSums(products(j), products(j + 1), products(j + 2), products(j + 3)) * scale;
-      for (int u = 0; u < 4; ++u) scores[j + u] = four[u];
+      // The queries are read from L1 each time: kept in registers, they would push out the
+      // sixteen accumulators below, which live across the whole loop.
+      Vec products[kGroup];
+      for (int h = 0; h < kGroup; ++h) products[h] = Load(queries + h * DH) * Load(key);
+      for (int i = 1; i < kHeadVectors; ++i) {
+        const Vec k = Load(key + i * kLanes);
+        for (int h = 0; h < kGroup; ++h) products[h] += Load(queries + h * DH + i * kLanes) * k;
+      }
+      const Quarter four = HorizontalSums(products[0], products[1], products[2], products[3]) * scale;
+      for (int h = 0; h < kGroup; ++h) scores[h][j] = four[h];
     }
-    for (; j < count; ++j) scores[j] = HorizontalSum(products(j)) * scale;
-    float tileMax = -INFINITY;
-    for (j = 0; j < count; ++j) tileMax = std::max(tileMax, scores[j]);
-
-    const float newMax = std::max(runningMax, tileMax);
-    const float rescale = std::exp(runningMax - newMax);  // exp(-inf) = 0 on the first tile
-    normaliser *= rescale;
-    for (Vec& a : accumulator) a *= rescale;
-    runningMax = newMax;
-    for (int v = 0; v < kKeyTile; v += kLanes) Store(weights + v, Exp(Load(scores + v) - runningMax));
-    for (j = 0; j < count; ++j) {
+    for (int h = 0; h < kGroup; ++h) {
+      float tileMax = -INFINITY;
+      for (int j = 0; j < count; ++j) tileMax = std::max(tileMax, scores[h][j]);
+      const float newMax = std::max(runningMax[h], tileMax);
+      const float rescale = std::exp(runningMax[h] - newMax);  // exp(-inf) = 0 on the first tile
+      normaliser[h] *= rescale;
+      for (Vec& a : accumulator[h]) a *= rescale;
+      runningMax[h] = newMax;
+      for (int v = 0; v < kKeyTile; v += kLanes) Store(weights[h] + v, Exp(Load(scores[h] + v) - runningMax[h]));
+      for (int j = 0; j < count; ++j) normaliser[h] += weights[h][j];
+    }
+    for (int j = 0; j < count; ++j) {
       const float* value = values + static_cast<size_t>(first + j) * QKV;
-      normaliser += weights[j];
-      for (int i = 0; i < kHeadVectors; ++i) accumulator[i] += weights[j] * Load(value + i * kLanes);
+      for (int i = 0; i < kHeadVectors; ++i) {
+        const Vec v = Load(value + i * kLanes);
+        for (int h = 0; h < kGroup; ++h) accumulator[h][i] += weights[h][j] * v;
+      }
     }
   }
-  for (int i = 0; i < kHeadVectors; ++i) Store(out + i * kLanes, accumulator[i] / normaliser);
+  for (int h = 0; h < kGroup; ++h) {
+    for (int i = 0; i < kHeadVectors; ++i) Store(out + h * DH + i * kLanes, accumulator[h][i] / normaliser[h]);
+  }
 }
 
 // --- the block's small steps ------------------------------------------------------------------
@@ -413,14 +428,14 @@ void matmul_swiglu(int T, int out, int in, const float* x, const float* Wgate, c
 }
 
 void causal_attention(int T, const float* qkv, float* attnOut, int threads) {
-  // One work item per (token, head): independent, so any thread may take any of them. Later
-  // tokens have more keys; dynamic scheduling hands out small chunks so both threads finish
-  // together.
+  // One work item per (token, KV head): independent, so any thread may take any of them.
+  // Later tokens have more keys; dynamic scheduling hands out small chunks so both threads
+  // finish together.
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
-  for (int item = 0; item < T * HQ; ++item) {
-    const int t = item / HQ;
-    const int h = item % HQ;
-    AttendHeadTiled(t, h, qkv, attnOut + static_cast<size_t>(t) * D + h * DH);
+  for (int item = 0; item < T * HKV; ++item) {
+    const int t = item / HKV;
+    const int kvHead = item % HKV;
+    AttendGroupTiled(t, kvHead, qkv, attnOut + static_cast<size_t>(t) * D + kvHead * kGroup * DH);
   }
 }
 
