@@ -232,12 +232,11 @@ void CheckpointLines(std::string& out, const CheckpointReport& c, const LineStyl
 
 // One case's checkpoints. In full with --verbose and for hidden cases; otherwise, after the
 // first failure, each call's buffers that are only consequences share one line, and so do a
-// later call's TODO buffers once an earlier call has listed its own.
-void CaseLines(std::string& out, const CaseReport& c, const TextStyle& style, const Painter& p) {
+// later call's TODO buffers once an earlier call has listed its own. Names are padded to
+// nameWidth, the same for every case of a report, so the columns line up down the page.
+void CaseLines(std::string& out, const CaseReport& c, const TextStyle& style, const Painter& p, size_t nameWidth) {
   const bool shorten = !style.verbose && !c.hidden;
   const Graph graph(c);
-  size_t nameWidth = 10;
-  for (const auto& cp : c.checkpoints) nameWidth = std::max(nameWidth, cp.name.size());
   bool seenFailure = false;
   std::string firstTodoGroup;
   bool seenTodo = false;
@@ -428,13 +427,17 @@ std::string RenderText(const RunReport& r, const TextStyle& style) {
   // What to fix comes first, before the cases, so it is on screen even in a long report.
   const std::string fix = firstFailed ? WhatToFix(r, *firstFailed) : "";
   if (!fix.empty()) out += p.Yellow(">") + " " + fix + "\n";
+  size_t nameWidth = 10;
+  for (const auto& c : r.cases) {
+    for (const auto& cp : c.checkpoints) nameWidth = std::max(nameWidth, cp.name.size());
+  }
   for (const auto& c : r.cases) {
     out += "\n" + p.Bold(fmt::format("case {}", c.name));
     out += c.hidden ? p.Dim(" (hidden)") : p.Dim(fmt::format(" ({})", c.parameters));
     out += "\n";
     if (!c.headline.empty()) out += fmt::format("  {} {}\n", p.Red("!"), c.headline);
     for (const auto& note : c.notes) out += fmt::format("  {} {}\n", p.Dim("-"), note);
-    CaseLines(out, c, style, p);
+    CaseLines(out, c, style, p, nameWidth);
     if (!c.childOutput.empty()) {
       out += p.Dim("  your code printed:") + "\n" + Indent(c.childOutput, "  | ");
     }
