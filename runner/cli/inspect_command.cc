@@ -103,9 +103,14 @@ Status CheckConfigIsJson(const std::string& folder) {
   const fsys::path config = fsys::path(folder) / "config.json";
   std::error_code error;
   if (!fsys::exists(config, error)) return Status::Ok();
+  // A stream's getline, not istreambuf_iterator: a read error (a folder named config.json,
+  // EIO) then sets badbit instead of escaping as an exception.
   std::ifstream in(config, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) return BadData(fmt::format("{}: cannot read the file", config.string()));
+  std::string text;
+  for (std::string line; std::getline(in, line);) text += line + "\n";
+  if (in.bad() || !fsys::is_regular_file(config, error)) {
+    return BadData(fmt::format("{}: cannot read the file", config.string()));
+  }
   if (!nlohmann::json::accept(text)) {
     return BadData(fmt::format("{}: not valid JSON (cut short or corrupted)", config.string()));
   }

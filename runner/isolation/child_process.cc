@@ -240,13 +240,20 @@ std::vector<ChildProcess> ChildrenOf(pid_t parent) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const size_t close = text.rfind(')');
-    if (close == std::string::npos) continue;
+    // read(2), not a stream: a process that ends between the open and the read makes the
+    // read fail with ESRCH, which std::filebuf turns into an exception; here it just means
+    // the process is gone, and any process on the machine may end at any moment.
+    std::string text;
+    const int fd = open((entry.path() / "stat").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buffer[1024];
+    for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<size_t>(n));
+    close(fd);
+    const size_t nameEnd = text.rfind(')');
+    if (nameEnd == std::string::npos) continue;
     char state = 0;
     long ppid = 0;
-    if (std::sscanf(text.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == parent) {
+    if (std::sscanf(text.c_str() + nameEnd + 1, " %c %ld", &state, &ppid) == 2 && ppid == parent) {
       children.push_back({static_cast<pid_t>(std::stol(name)), state == 'Z'});
     }
   }
