@@ -20,14 +20,13 @@
 // result: no two threads may write the same element.
 #pragma once
 
+#include "accumulate.h"
 #include "stage01_block.h"
 
 constexpr int QKV = D + 2 * KV;  // width of a qkv row: q | k | v, 768 values
 
-// Whether a matmul writes its result or adds it to what y already holds. kAdd is how a
-// residual connection costs nothing: y starts as a copy of the stream and the projection is
-// added into it, with no separate buffer and no second pass over memory.
-enum class Accumulate { kOverwrite, kAdd };
+// Accumulate {kOverwrite, kAdd}: whether a matmul writes y or adds its product to what y
+// already holds (accumulate.h, shared with stage 4).
 
 // y (T x out) = x (T x in) . W^T, or y += that with kAdd. W is row-major (out, in), so
 // output column o of row t is the dot product of x's row t with W's row o. With kOverwrite

@@ -1,5 +1,6 @@
 #include "case_file.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -28,13 +29,40 @@ Status ReadCount(const json& c, const std::string& named, const char* key, int m
 }
 
 // threads, and the fields of a kernel case, as the stage's row allows them.
+// "weights": one of `allowed`, required when `needed`, refused otherwise.
+Status ReadWeights(const json& c, const std::string& named, bool needed, const std::vector<std::string>& allowed,
+                   const std::string& what, CaseSpec& spec) {
+  std::string names;
+  for (const auto& n : allowed) names += (names.empty() ? "\"" : ", \"") + n + "\"";
+  if (!c.contains("weights")) {
+    if (needed) return BadData(fmt::format("{}: {} needs \"weights\": one of {}", named, what, names));
+    return Status::Ok();
+  }
+  if (!needed) return BadData(fmt::format("{}: {} takes no 'weights'", named, what));
+  if (!c["weights"].is_string() ||
+      std::find(allowed.begin(), allowed.end(), c["weights"].get<std::string>()) == allowed.end()) {
+    return BadData(fmt::format("{}.weights must be one of {}", named, names));
+  }
+  spec.weights = c["weights"].get<std::string>();
+  return Status::Ok();
+}
+
+// The single-type weight sets: what a kernel's W may be.
+std::vector<std::string> SingleTypeSets(const StageInfo& stage) {
+  std::vector<std::string> sets;
+  for (const auto& s : stage.weightSets) {
+    if (s != "mixed") sets.push_back(s);
+  }
+  return sets;
+}
+
 Status ReadKernelFields(const json& c, const std::string& named, const StageInfo& stage, CaseSpec& spec) {
   if (auto read = ReadCount(c, named, "threads", kMaxCaseThreads, spec.threads); !read.ok()) return read;
   if (!c.contains("kernel")) {
     for (const char* key : {"out", "in", "accumulate"}) {
       if (c.contains(key)) return BadData(fmt::format("{}: '{}' belongs to a kernel case, and this case names no 'kernel'", named, key));
     }
-    return Status::Ok();
+    return ReadWeights(c, named, !stage.weightSets.empty(), stage.weightSets, "a block case", spec);
   }
   std::string names;
   for (const auto& k : stage.kernels) names += (names.empty() ? "" : ", ") + k.name;
@@ -48,6 +76,11 @@ Status ReadKernelFields(const json& c, const std::string& named, const StageInfo
   }
   if (c.contains("accumulate") && !kernel->Takes("accumulate")) {
     return BadData(fmt::format("{}: a {} case takes no 'accumulate'", named, kernel->name));
+  }
+  if (auto read = ReadWeights(c, named, kernel->Takes("weights"), SingleTypeSets(stage),
+                              fmt::format("a {} case", kernel->name), spec);
+      !read.ok()) {
+    return read;
   }
   if (auto read = ReadCount(c, named, "out", kMaxKernelSide, spec.out); !read.ok()) return read;
   if (auto read = ReadCount(c, named, "in", kMaxKernelSide, spec.in); !read.ok()) return read;
@@ -111,10 +144,13 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
       static const std::set<std::string> kKnown = {"name", "T", "steps", "seed", "x_scale", "w_scale",
                                                    "hidden", "slow", "points", "description"};
       static const std::set<std::string> kKernelStage = {"threads", "kernel", "out", "in", "accumulate"};
-      if (!kKnown.count(key) && !(kKernelStage.count(key) && !stage->kernels.empty())) {
+      const bool known = kKnown.count(key) || (kKernelStage.count(key) && !stage->kernels.empty()) ||
+                         (key == "weights" && !stage->weightSets.empty());
+      if (!known) {
         return fail(fmt::format("{}: unknown field '{}' (expected name, T or steps, seed, x_scale, w_scale, "
-                                "hidden, slow, points, description{})", at, key,
-                                stage->kernels.empty() ? "" : ", threads, kernel, out, in, accumulate"));
+                                "hidden, slow, points, description{}{})", at, key,
+                                stage->kernels.empty() ? "" : ", threads, kernel, out, in, accumulate",
+                                stage->weightSets.empty() ? "" : ", weights"));
       }
     }
     CaseSpec spec;

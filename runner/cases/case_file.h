@@ -20,6 +20,9 @@
 //               "kernel": "matmul",                  one of the row's kernels
 //               "out": 77, "in": 515,                the matmul shape, for kernels whose row lists them
 //               "accumulate": true                   y += x . W^T, for kernels whose row lists it
+// A stage whose row lists weight_sets (stage 4) takes, in a block case (required),
+//               "weights": "q8_0"                    one of the row's weight_sets
+// and in a case of a kernel whose fields list "weights" (required), "q8_0" or "q4_0".
 //
 // Contract: LoadCaseFile accepts exactly this, for a stage of the table; anything else is
 // a BadData error naming the file and the field ("cases[2].T"), including unknown fields,
@@ -54,6 +57,7 @@ struct CaseSpec {
   int out = 0;
   int in = 0;
   bool accumulate = false;
+  std::string weights;      // stage 4: the weight set ("q8_0", "q4_0", "mixed"), or W's type
 
   int Tokens() const;       // T, or the sum of steps
 };

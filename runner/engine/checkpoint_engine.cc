@@ -39,11 +39,25 @@ CheckpointReport CheckByValue(const CheckpointDescriptor& d, std::span<const Che
   }
   if (d.brokenInput) broken.push_back(*d.brokenInput);
   std::vector<double> local;
+  const Tolerance& localTolerance = d.localTolerance ? *d.localTolerance : d.tolerance;
   if (upstreamUsable && d.local) {
     local = d.local();
-    cp.local = Compare(d.got, local, d.tolerance, 0).pass() ? LocalStatus::kPass : LocalStatus::kFail;
+    const Comparison view = Compare(d.got, local, localTolerance, kSamplesShown);
+    cp.local = view.pass() ? LocalStatus::kPass : LocalStatus::kFail;
+    if (d.localDecides && chain.pass() && !view.pass()) {
+      // Within the chain's tolerance, which allows for roundings flipped upstream, but not
+      // what this step makes of the inputs it was given: the report is the local view's.
+      RecordComparison(view, points, cp);
+      cp.worst.reset();
+      cp.samples.clear();
+      if (view.hasWorst) cp.worst = DescribeElement(d.where(view.worstIndex), view.worstExpected, d.got[view.worstIndex]);
+      for (size_t index : view.failingSample) {
+        if (view.hasWorst && index == view.worstIndex) continue;
+        cp.samples.push_back(DescribeElement(d.where(index), local[index], d.got[index]));
+      }
+    }
   }
-  if (chain.pass() || chain.allUnwritten()) return cp;
+  if (cp.status == CheckStatus::kPass || chain.allUnwritten()) return cp;
 
   // Diagnosis: a named mistake, else what the two views and the buffer itself show.
   std::vector<std::string> tied;
@@ -65,7 +79,7 @@ CheckpointReport CheckByValue(const CheckpointDescriptor& d, std::span<const Che
   } else {
     cp.observation = Observe(d.got, cp.local == LocalStatus::kNotChecked ? std::span<const double>(d.expected)
                                                                           : std::span<const double>(local),
-                             d.tolerance, d.geometry);
+                             cp.local == LocalStatus::kNotChecked ? d.tolerance : localTolerance, d.geometry);
   }
   if (!tied.empty()) {
     // Facts, not a guess: which known mistakes fit, and that this case cannot choose.

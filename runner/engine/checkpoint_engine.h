@@ -8,7 +8,8 @@
 //   1. the chain view: the student's buffer against the reference chain (the first failure
 //      is the first wrong operator);
 //   2. the local view: against the reference step applied to the student's upstream, when
-//      every element of that upstream is written and finite;
+//      every element of that upstream is written and finite (with its own tolerance, and
+//      deciding the checkpoint's status too, for a descriptor that says localDecides);
 //   3. diagnosis of a failing buffer that is not entirely unwritten: a misconception when
 //      one is named (runner/diagnose/misconception.h), else "off only because an earlier
 //      buffer is", "not checked on its own", or what the runner can see (observations.h),
@@ -54,6 +55,12 @@ struct CheckpointDescriptor {
   std::optional<std::string> brokenInput;
   // The reference step on the student's upstream buffers; empty: no local check.
   std::function<std::vector<double>()> local;
+  // The local view's own tolerance, when it is tighter than the chain's (stage 4: the
+  // integer part of a quantized product is exact, so only float sums may differ), and
+  // whether a local view that fails fails the checkpoint even when the chain view passes.
+  // Without localDecides the chain view alone decides, as in stages 1-3.
+  std::optional<Tolerance> localTolerance;
+  bool localDecides = false;
   // The misconception the buffer matches, computed on the student's upstream when `onStudent`
   // (it is usable), else on the reference's.
   std::function<Recognition(bool onStudent)> recognise;

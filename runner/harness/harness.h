@@ -48,6 +48,12 @@ class Region {
     return reinterpret_cast<float*>(base_ + header_->buffers[static_cast<uint32_t>(buffer)].dataOffset);
   }
 
+  // A buffer of anything but floats (stage 4's blocks), as T.
+  template <CallLayout L, typename T>
+  T* As(typename L::Buffer buffer) {
+    return reinterpret_cast<T*>(base_ + header_->buffers[static_cast<uint32_t>(buffer)].dataOffset);
+  }
+
   void BeginCall(unsigned index);
   void EndCall();
 

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -105,13 +106,21 @@ std::span<float> SharedRegion::SlotFloats(uint32_t slot) {
   return {reinterpret_cast<float*>(base_ + s.dataOffset), s.dataBytes / sizeof(float)};
 }
 
+std::span<unsigned char> SharedRegion::SlotBytes(uint32_t slot) {
+  const shm::BufferSlot& s = slots_.at(slot);
+  return {base_ + s.dataOffset, s.dataBytes};
+}
+
 void SharedRegion::PoisonOutputs() {
   shm::Header& h = header();
   for (const shm::BufferSlot& s : slots_) {
     std::memset(base_ + s.regionBegin, shm::kCanaryByte, s.dataOffset - s.regionBegin);
     if (s.access != shm::kWritable) continue;
-    auto* words = reinterpret_cast<uint32_t*>(base_ + s.dataOffset);
-    for (size_t w = 0; w < s.dataBytes / sizeof(uint32_t); ++w) words[w] = shm::kPoisonWord;
+    unsigned char* data = base_ + s.dataOffset;
+    const uint32_t word = shm::kPoisonWord;
+    for (size_t at = 0; at < s.dataBytes; at += sizeof(word)) {
+      std::memcpy(data + at, &word, std::min(sizeof(word), s.dataBytes - at));
+    }
   }
   std::memset(&h.child, 0, sizeof(h.child));
 }

@@ -23,10 +23,15 @@
 
 namespace wb {
 
-// One buffer of a region: its size and whether the child may write it.
+// One buffer of a region: its size and whether the child may write it. A buffer of floats
+// gives `floats`; a buffer of anything else (stage 4's quantized blocks) gives `bytes`
+// instead, and is read back with Bytes().
 struct BufferSize {
   size_t floats = 0;
   shm::Access access = shm::kReadOnly;
+  size_t bytes = 0;  // when not 0, the buffer's size in bytes, and `floats` is ignored
+
+  static BufferSize Bytes(size_t count, shm::Access access) { return {.floats = 0, .access = access, .bytes = count}; }
 };
 
 // Where an offset into the region falls.
@@ -42,7 +47,10 @@ class SharedRegion {
   template <CallLayout L>
   static Expected<SharedRegion> Create(const std::array<BufferSize, L::kBufferCount>& sizes) {
     std::array<BufferSpec, L::kBufferCount> specs;
-    for (uint32_t i = 0; i < L::kBufferCount; ++i) specs[i] = {L::kNames[i], sizes[i].floats * sizeof(float), sizes[i].access};
+    for (uint32_t i = 0; i < L::kBufferCount; ++i) {
+      const size_t bytes = sizes[i].bytes != 0 ? sizes[i].bytes : sizes[i].floats * sizeof(float);
+      specs[i] = {L::kNames[i], bytes, sizes[i].access};
+    }
     return CreateSlots(L::kId, specs);
   }
   SharedRegion(SharedRegion&& other) noexcept;
@@ -64,13 +72,21 @@ class SharedRegion {
   void SetParams(const typename L::Params& params) {
     std::memcpy(header().params, &params, sizeof(params));
   }
+  // A buffer of the layout, as bytes (any buffer, whatever it holds).
+  template <CallLayout L>
+  std::span<unsigned char> Bytes(typename L::Buffer buffer) {
+    return SlotBytes(static_cast<uint32_t>(buffer));
+  }
   std::span<float> SlotFloats(uint32_t slot);
+  std::span<unsigned char> SlotBytes(uint32_t slot);
   // The runner's copy of the layout.
   uint32_t bufferCount() const { return static_cast<uint32_t>(slots_.size()); }
   const shm::BufferSlot& slot(uint32_t i) const { return slots_.at(i); }
   uint64_t totalBytes() const { return bytes_; }
 
-  // Fills every writable buffer with kPoisonWord and every slack with kCanaryByte, and
+  // Fills every writable buffer with kPoisonWord (its bytes in order from the buffer's first
+  // byte, the last word cut short when the size is not a multiple of 4) and every slack
+  // with kCanaryByte, and
   // resets the child's report.
   void PoisonOutputs();
   // How many slack bytes in front of a buffer no longer hold the canary, and the

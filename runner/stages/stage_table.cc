@@ -121,7 +121,7 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
     static const std::set<std::string> kKnown = {
         "number", "dir", "file", "function", "title", "lesson", "visible", "hidden_example", "case_length",
         "kernels", "checkpoints", "case_checkpoints", "reported_as", "compile_flags", "bench", "planted",
-        "planted_timeout", "hints", "guards", "available"};
+        "planted_timeout", "hints", "guards", "available", "weight_sets"};
     for (const auto& [key, value] : s.items()) {
       if (!kKnown.count(key)) return fail(fmt::format("{}: unknown field '{}'", at, key));
     }
@@ -155,13 +155,13 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
     }
     for (const auto& [key, into] : std::initializer_list<std::pair<const char*, std::vector<std::string>*>>{
              {"checkpoints", &info.checkpoints}, {"case_checkpoints", &info.caseCheckpoints},
-             {"compile_flags", &info.compileFlags}}) {
+             {"compile_flags", &info.compileFlags}, {"weight_sets", &info.weightSets}}) {
       if (auto read = names_of(key, *into); !read.ok()) return read.error();
     }
     if (s.contains("kernels")) {
-      static const std::set<std::string> kKernelFields = {"out", "in", "accumulate"};
+      static const std::set<std::string> kKernelFields = {"out", "in", "accumulate", "weights"};
       const std::string shape = fmt::format("{}.kernels must be a list of {{\"name\": ..., \"fields\": [...]}}: "
-                                            "each kernel and the case fields its cases give (out, in, accumulate)", at);
+                                            "each kernel and the case fields its cases give (out, in, accumulate, weights)", at);
       if (!s["kernels"].is_array() || s["kernels"].empty()) return fail(shape);
       for (const auto& k : s["kernels"]) {
         if (!k.is_object() || k.size() != 2 || !k.contains("name") || !k["name"].is_string() ||

@@ -8,7 +8,7 @@
 //   case_length ("T": one call of T tokens, or "steps": tokens per call),
 //   kernels (optional: the kernels a case may check on their own, each with the case fields
 //   its cases give besides T, seed and threads, [{"name": "matmul", "fields": ["out", "in",
-//   "accumulate"]}]; a
+//   "accumulate"]}], "weights" among them for a kernel on quantized weights; a
 //   kernel case reports one checkpoint, named after its kernel, checked before any call of the
 //   stage function), checkpoints (per call, in dependency order), case_checkpoints (once per
 //   case, after the calls), reported_as (how a per-call checkpoint is named in reports: "{checkpoint}" or
@@ -64,6 +64,10 @@ struct StageInfo {
   std::vector<std::string> caseCheckpoints;  // once per case
   std::string reportedAs = "{checkpoint}";
   std::vector<std::string> compileFlags;
+  // weight_sets (optional): the quantized weight files a block case may choose with
+  // "weights" (stage 4: "q8_0", "q4_0", "mixed"); a kernel whose fields list "weights" takes
+  // the single-type ones of them.
+  std::vector<std::string> weightSets;
   std::string bench;     // what the benchmark measures; "" when there is none
   std::string planted;   // folder of .bug files, relative to the workbook root
   int plantedTimeout = 120;

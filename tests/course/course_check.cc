@@ -33,6 +33,8 @@
 #include "runner/diagnose/misconceptions.h"
 #include "runner/stages/02-kv-cache/decode_misconceptions.h"
 #include "runner/stages/03-fused/kernel_checks.h"
+#include "runner/stages/04-quant/kernel_checks.h"
+#include "runner/stages/04-quant/quant_checks.h"
 #include "runner/stages/stage_driver.h"
 #include "runner/stages/stage_table.h"
 #include "tests/runner/run_command.h"
@@ -206,6 +208,8 @@ TEST_CASE("every misconception the runner can name has graded hints") {
   for (const auto& m : wb::BlockMisconceptions()) ids.emplace_back(m.id);
   for (const auto& m : wb::stage02::DecodeMisconceptions()) ids.emplace_back(m.id);
   for (const auto& id : wb::stage03::KernelMisconceptionIds()) ids.emplace_back(id);
+  for (const auto& id : wb::stage04::QuantizeMisconceptionIds()) ids.emplace_back(id);
+  for (const auto& id : wb::stage04::MatmulMisconceptionIds()) ids.emplace_back(id);
   REQUIRE(ids.size() >= 19);
   for (const auto& id : ids) {
     CAPTURE(id);

@@ -124,7 +124,7 @@ TEST_CASE("a row's kernels are checkpoints of their own, before the calls'") {
   CHECK(!stage.FindKernel("attend")->Takes("out"));
   CHECK(stage.FindKernel("norm1") == nullptr);
   const std::string shape = "t.json: stages[0].kernels must be a list of {\"name\": ..., \"fields\": [...]}: each "
-                            "kernel and the case fields its cases give (out, in, accumulate)";
+                            "kernel and the case fields its cases give (out, in, accumulate, weights)";
   CHECK(Refusal(R"({"number": 1, "dir": "x", "title": "y", "lesson": "l.md", "kernels": {"matmul": []}})") == shape);
   CHECK(Refusal(R"({"number": 1, "dir": "x", "title": "y", "lesson": "l.md",
                    "kernels": [{"name": "m", "fields": ["rows"]}]})") == shape);

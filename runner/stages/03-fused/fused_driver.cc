@@ -18,6 +18,7 @@
 #include "reference/block/block.h"
 #include "reference/block/ops.h"
 #include "reference/gen/block_data.h"
+#include "runner/blocks/block_buffers.h"
 #include "runner/blocks/block_weights.h"
 #include "runner/compare/block_tolerances.h"
 #include "runner/diagnose/misconceptions.h"
@@ -63,51 +64,6 @@ std::string Parameters(const CaseSpec& spec) {
   if (spec.xScale != 1.0) text += fmt::format(", x_scale {}", spec.xScale);
   if (spec.wScale != 1.0) text += fmt::format(", w_scale {}", spec.wScale);
   return text;
-}
-
-// Columns [first, first + width) of every row of a T x rowWidth buffer.
-std::vector<float> ColumnSlice(std::span<const float> rows, int T, int rowWidth, int first, int width) {
-  std::vector<float> slice;
-  slice.reserve(static_cast<size_t>(T) * width);
-  for (int t = 0; t < T; ++t) {
-    const auto row = rows.subspan(static_cast<size_t>(t) * rowWidth + first, width);
-    slice.insert(slice.end(), row.begin(), row.end());
-  }
-  return slice;
-}
-
-// ffnOut as the runner sees it: output - residual1. An element of either that was never
-// written (or is NaN) passes through as it is, so the report says what the code left.
-std::vector<float> DeriveFfnOut(std::span<const float> output, std::span<const float> residual1) {
-  std::vector<float> ffn(output.size());
-  for (size_t i = 0; i < ffn.size(); ++i) {
-    if (StateOf(output[i]) != ElementState::kWritten || std::isnan(output[i])) {
-      ffn[i] = output[i];
-    } else if (StateOf(residual1[i]) != ElementState::kWritten || std::isnan(residual1[i])) {
-      ffn[i] = residual1[i];
-    } else {
-      ffn[i] = output[i] - residual1[i];
-    }
-  }
-  return ffn;
-}
-
-// hidden = SiLU(norm2 . Wgate^T) * (norm2 . Wup^T), under the branch given.
-std::vector<double> Hidden(std::span<const double> norm2, int T, const ref::BlockShape& shape,
-                           const ref::BlockWeights& w, ref::GatedBranch branch) {
-  const size_t elements = static_cast<size_t>(T) * shape.ffn;
-  std::vector<double> gate(elements), up(elements), hidden(elements);
-  ref::Project(norm2, T, shape.model, w.gate, shape.ffn, gate);
-  ref::Project(norm2, T, shape.model, w.up, shape.ffn, up);
-  ref::GatedProduct(gate, up, ref::Activation::kSilu, branch, hidden);
-  return hidden;
-}
-
-std::vector<double> Down(std::span<const double> hidden, int T, const ref::BlockShape& shape,
-                         const ref::BlockWeights& w) {
-  std::vector<double> out(static_cast<size_t>(T) * shape.model);
-  ref::Project(hidden, T, shape.ffn, w.down, shape.model, out);
-  return out;
 }
 
 class FusedDriver final : public BlockWeightsDriver {
@@ -216,7 +172,7 @@ Expected<CaseReport> FusedDriver::RunBlockCase(const CaseSpec& spec, const Stage
   const ref::BlockWeights w = ref::ViewPacked(shape, weights);
   const ref::BlockState expected = ref::RunBlock(shape, ref::BlockRecipe{}, w, inputs);
   const std::vector<double> expectedHidden =
-      Hidden(expected[ref::Index(Checkpoint::kNorm2)], T, shape, w, ref::GatedBranch::kGate);
+      GatedHidden(expected[ref::Index(Checkpoint::kNorm2)], T, shape, w, ref::GatedBranch::kGate);
   for (Checkpoint c : ref::kCheckpointOrder) {
     if (auto finite = RequireFiniteReference(spec.name, ref::CheckpointName(c), expected[ref::Index(c)]); !finite.ok()) {
       return finite.error();
@@ -255,11 +211,11 @@ Expected<CaseReport> FusedDriver::RunBlockCase(const CaseSpec& spec, const Stage
       d.where = [F](size_t index) { return fmt::format("token {}, channel {}", index / F, index % F); };
       d.geometry = BufferGeometry{.rows = T, .width = F, .headDim = 0, .rowName = "token", .firstRow = 0};
       d.upstream = {IndexOf(Step::kNorm2)};
-      d.local = [&] { return Hidden(student[ref::Index(Checkpoint::kNorm2)], T, shape, w, ref::GatedBranch::kGate); };
+      d.local = [&] { return GatedHidden(student[ref::Index(Checkpoint::kNorm2)], T, shape, w, ref::GatedBranch::kGate); };
       d.recognise = [&, got = d.got, tolerance = d.tolerance](bool onStudent) {
         const ref::BlockState& upstream = onStudent ? student : expected;
         const std::vector<double> swapped =
-            Hidden(upstream[ref::Index(Checkpoint::kNorm2)], T, shape, w, ref::GatedBranch::kUp);
+            GatedHidden(upstream[ref::Index(Checkpoint::kNorm2)], T, shape, w, ref::GatedBranch::kUp);
         std::vector<Candidate> candidates;
         if (const double fit = FitOf(got, swapped, tolerance); fit <= 1.0) {
           candidates.push_back({MisconceptionHit{"silu-on-up",
@@ -288,13 +244,13 @@ Expected<CaseReport> FusedDriver::RunBlockCase(const CaseSpec& spec, const Stage
       const double own = std::max(Rms(d.expected), 1e-300);
       d.tolerance.absoluteOfRms += 1e-6 * stream / own;
       d.upstream = {IndexOf(Step::kHidden)};
-      d.local = [&] { return Down(studentHidden, T, shape, w); };
+      d.local = [&] { return DownProjection(studentHidden, T, shape, w); };
       d.recognise = [&, got = d.got, tolerance = d.tolerance](bool onStudent) {
         // What the derived ffnOut holds when output did not start as a copy of residual1.
         const std::vector<double>& hiddenUsed = onStudent ? studentHidden : expectedHidden;
         const std::vector<double>& residual = onStudent ? student[ref::Index(Checkpoint::kResidual1)]
                                                         : expected[ref::Index(Checkpoint::kResidual1)];
-        const std::vector<double> ffn = Down(hiddenUsed, T, shape, w);
+        const std::vector<double> ffn = DownProjection(hiddenUsed, T, shape, w);
         std::vector<double> fromInput(ffn.size()), alone(ffn.size());
         for (size_t i = 0; i < ffn.size(); ++i) {
           fromInput[i] = xd[i] + ffn[i] - residual[i];

@@ -22,7 +22,7 @@
 
 #include "reference/decoder/decoder.h"
 #include "reference/fixtures/gguf_conversion.h"
-#include "reference/fixtures/gguf_writer.h"
+#include "reference/gen/gguf_writer.h"
 #include "reference/fixtures/toy_families.h"
 #include "reference/fixtures/toy_weights.h"
 #include "model/config/hf_config.h"

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decoder_test_support.h"
-#include "reference/fixtures/gguf_writer.h"
+#include "reference/gen/gguf_writer.h"
 #include "reference/fixtures/known_blocks.h"
 #include "reference/fixtures/llama_cpp_keys.h"
 

@@ -10,7 +10,7 @@
 
 #include "decoder_test_support.h"
 #include "reference/decoder/rope_frequencies.h"
-#include "reference/fixtures/gguf_writer.h"
+#include "reference/gen/gguf_writer.h"
 #include "model/config/config.h"
 
 using wb::model::Family;

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "decoder_test_support.h"
-#include "reference/fixtures/gguf_writer.h"
+#include "reference/gen/gguf_writer.h"
 #include "reference/fixtures/llama_cpp_keys.h"
 
 namespace fx = ref::fixtures;

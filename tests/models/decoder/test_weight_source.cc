@@ -10,7 +10,7 @@
 
 #include "decoder_test_support.h"
 #include "reference/fixtures/gguf_conversion.h"
-#include "reference/fixtures/gguf_writer.h"
+#include "reference/gen/gguf_writer.h"
 #include "reference/fixtures/make_fixtures.h"
 #include "reference/fixtures/safetensors_writer.h"
 #include "reference/fixtures/toy_weights.h"

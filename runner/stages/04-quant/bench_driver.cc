@@ -1,0 +1,696 @@
+#include "bench_driver.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "bench_call.h"
+#include "reference/block/block_shape.h"
+#include "reference/gen/block_data.h"
+#include "runner/engine/case_verdict.h"
+#include "runner/engine/crash_description.h"
+#include "runner/isolation/shared_region.h"
+#include "runner/stages/04-quant/stage04_paths.h"
+
+namespace wb::stage04 {
+// The runner is a unity build: this file's helpers live in a namespace of their own, so no
+// file-local name here meets one of quant_driver.cc's or the checks'.
+namespace quant_bench {
+namespace {
+
+using L = QuantBenchCall;
+using nlohmann::json;
+using stage03::Timing;
+
+constexpr std::array<int, 2> kThreadCounts = {1, 2};
+constexpr double kDefaultBudget = 0.5;  // seconds per measurement: a Q8_0 decode on one
+                                        // thread cycles its copies a few times in it
+constexpr uint64_t kFallbackCacheBytes = uint64_t{32} << 20;
+constexpr const char* kCacheSysfs = "/sys/devices/system/cpu/cpu0/cache";
+constexpr const char* kCacheOverride = "WB_BENCH_LLC_BYTES";
+
+// --- how much memory is "larger than the cache" ------------------------------------------------
+struct CacheSize {
+  uint64_t bytes = 0;
+  std::string source;  // where the size came from, in words
+};
+
+// A sysfs cache size: "32768K", "1024K", "32M" (the kernel's cache_size_show prints K).
+uint64_t ParseSysfsSize(const std::string& text) {
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (end == text.c_str()) return 0;
+  switch (*end) {
+    case 'K': return value << 10;
+    case 'M': return value << 20;
+    case 'G': return value << 30;
+    default: return value;
+  }
+}
+
+std::string FirstLine(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// The largest-level data or unified cache sysfs lists for cpu0; 0 bytes when it lists none
+// (a VM without the folder: this one's kernel reports no cache topology).
+CacheSize SysfsLastLevelCache() {
+  CacheSize best;
+  int bestLevel = 0;
+  std::error_code error;
+  for (auto entry = std::filesystem::directory_iterator(kCacheSysfs, error);
+       !error && entry != std::filesystem::directory_iterator(); entry.increment(error)) {
+    const std::filesystem::path folder = entry->path();
+    if (folder.filename().string().rfind("index", 0) != 0) continue;
+    if (FirstLine(folder / "type") == "Instruction") continue;
+    const int level = std::atoi(FirstLine(folder / "level").c_str());
+    const uint64_t bytes = ParseSysfsSize(FirstLine(folder / "size"));
+    if (level > bestLevel && bytes > 0) {
+      bestLevel = level;
+      best = {bytes, fmt::format("sysfs, {} (level {})", folder.string(), level)};
+    }
+  }
+  return best;
+}
+
+Expected<CacheSize> LastLevelCache() {
+  if (const char* forced = std::getenv(kCacheOverride); forced != nullptr && *forced != '\0') {
+    char* end = nullptr;
+    const unsigned long long bytes = std::strtoull(forced, &end, 10);
+    if (*end != '\0' || bytes == 0) return BadUsage(fmt::format("{}: '{}' is not a byte count", kCacheOverride, forced));
+    return CacheSize{bytes, fmt::format("{} (set for a test)", kCacheOverride)};
+  }
+  if (CacheSize sysfs = SysfsLastLevelCache(); sysfs.bytes > 0) return sysfs;
+  if (const long level3 = sysconf(_SC_LEVEL3_CACHE_SIZE); level3 > 0) {
+    return CacheSize{static_cast<uint64_t>(level3), "sysconf(_SC_LEVEL3_CACHE_SIZE), no sysfs cache folder"};
+  }
+  return CacheSize{kFallbackCacheBytes, "a fixed 32 MiB: neither sysfs nor sysconf reports a cache"};
+}
+
+// The sizes the cache decides: the probe's buffer and how many copies of each decode matrix
+// make at least twice the cache (at least one copy, which then is that large by itself).
+struct Plan {
+  CacheSize cache;
+  uint64_t probeBytes = 0;
+  int q8Copies = 1, q4Copies = 1, f32Copies = 1;
+};
+
+uint64_t DecodeBytes(Weight type) { return uint64_t{kDecodeRows} * (kDecodeCols / 32) * BlockBytes(type); }
+constexpr uint64_t kDecodeFloatBytes = uint64_t{kDecodeRows} * kDecodeCols * sizeof(float);
+
+int CopiesFor(uint64_t atLeast, uint64_t matrixBytes) {
+  return static_cast<int>(std::max<uint64_t>(1, (atLeast + matrixBytes - 1) / matrixBytes));
+}
+
+Plan MakePlan(const CacheSize& cache) {
+  Plan plan{.cache = cache, .probeBytes = 2 * cache.bytes};
+  plan.q8Copies = CopiesFor(plan.probeBytes, DecodeBytes(Weight::kQ8_0));
+  plan.q4Copies = CopiesFor(plan.probeBytes, DecodeBytes(Weight::kQ4_0));
+  plan.f32Copies = CopiesFor(plan.probeBytes, kDecodeFloatBytes);
+  return plan;
+}
+
+// --- timings ---------------------------------------------------------------------------------
+Timing FromFloats(const float* f) {
+  return {.median = f[0], .fastest = f[1], .slowest = f[2], .runs = static_cast<int>(f[3])};
+}
+Timing FromYardstick(const json& j) {
+  return {.median = j.at("median").get<double>(), .fastest = j.at("fastest").get<double>(),
+          .slowest = j.at("slowest").get<double>(), .runs = j.at("runs").get<int>()};
+}
+// What Measure can produce: positive, finite, in order, at least its minimum of runs.
+bool Sound(const Timing& t) {
+  return std::isfinite(t.median) && std::isfinite(t.slowest) && t.fastest > 0 && t.fastest <= t.median &&
+         t.median <= t.slowest && t.runs >= stage03::kMinRuns && t.runs <= stage03::kMaxRuns;
+}
+json TimingJson(const Timing& t) {
+  return {{"median_seconds", t.median}, {"fastest_seconds", t.fastest}, {"slowest_seconds", t.slowest},
+          {"runs", t.runs}};
+}
+
+// "6.10 ms (6.01-6.52)": the median, then the fastest and slowest, in the median's unit.
+std::string TimeRange(const Timing& t) {
+  const double unit = t.median >= 1.0 ? 1.0 : t.median >= 1e-3 ? 1e-3 : 1e-6;
+  const char* name = unit == 1.0 ? "s" : unit == 1e-3 ? "ms" : "us";
+  return fmt::format("{:.2f} {} ({:.2f}-{:.2f})", t.median / unit, name, t.fastest / unit, t.slowest / unit);
+}
+
+std::string Mebibytes(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+// --- the yardstick: trusted, started outside the sandbox -----------------------------------
+// Runs stage04-yardstick with `args` for at most timeoutSeconds and returns the JSON object it
+// prints; its stderr is this process's, so a usage message shows.
+Expected<json> RunYardstick(const std::vector<std::string>& args, double timeoutSeconds) {
+  std::vector<std::string> argv = {WB_STAGE04_YARDSTICK};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const std::string what = fmt::format("the bench's yardstick (stage04-yardstick {})", args.front());
+  std::vector<char*> pointers;
+  for (std::string& a : argv) pointers.push_back(a.data());
+  pointers.push_back(nullptr);
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return SystemError(fmt::format("cannot start {}: no pipe", what));
+  std::fflush(nullptr);  // nothing buffered here is printed twice by the child's copy
+  const pid_t pid = fork();
+  if (pid < 0) return SystemError(fmt::format("cannot start {}: fork failed", what));
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    execv(pointers[0], pointers.data());
+    _exit(127);
+  }
+  close(out[1]);
+  std::string text;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
+  bool timedOut = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timedOut = true;
+      break;
+    }
+    pollfd ready{.fd = out[0], .events = POLLIN, .revents = 0};
+    if (poll(&ready, 1, static_cast<int>(std::min<long long>(left.count(), 1000))) <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = read(out[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(out[0]);
+  if (timedOut) kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (timedOut) return InternalError(fmt::format("{} ran past {:.0f} s", what, timeoutSeconds));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return InternalError(what + " failed: rebuild the workbook");
+  try {
+    json result = json::parse(text);
+    if (result.is_object() && result.contains("seconds") && result["seconds"].size() == kThreadCounts.size()) {
+      return result;
+    }
+  } catch (const json::exception&) {
+  }
+  return InternalError(what + " printed no result: rebuild the workbook");
+}
+
+// --- the bench child's region ------------------------------------------------------------------
+// Random bytes for weights whose values do not matter, only their size: a multiply's time does
+// not depend on its operands. SplitMix64 (Steele, Lea and Flood, OOPSLA 2014): fast and
+// deterministic.
+class ByteSource {
+ public:
+  explicit ByteSource(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+// A scale that is a finite, normal half between 2^-8 and 2^-6 (exponent field 7 or 8): every
+// block is what a real file could hold.
+uint16_t RandomScale(ByteSource& random) { return static_cast<uint16_t>(0x1C00u + (random.Next() & 0x7FFu)); }
+
+// `count` blocks of `type` at `out`: a random scale, then random codes (Q8_0's in -127 .. 127,
+// as the contract's quantizer makes them; any nibble is a Q4_0 code).
+void FillBlocks(Weight type, size_t count, unsigned char* out, uint64_t seed) {
+  ByteSource random(seed);
+  const size_t codes = type == Weight::kQ4_0 ? 16 : 32;
+  for (size_t b = 0; b < count; ++b) {
+    const uint16_t scale = RandomScale(random);
+    std::memcpy(out, &scale, sizeof scale);
+    out += sizeof scale;
+    for (size_t at = 0; at < codes; at += 8) {
+      const uint64_t word = random.Next();
+      std::memcpy(out + at, &word, 8);
+    }
+    if (type == Weight::kQ8_0) {
+      for (size_t j = 0; j < codes; ++j) {
+        if (out[j] == 0x80) out[j] = 0x81;  // -128 -> -127
+      }
+    }
+    out += codes;
+  }
+}
+
+// One decode matrix generated, then copied: the copies need not differ, only live at
+// different addresses, so that none is in the cache when its turn comes.
+void FillCopies(Weight type, int copies, std::span<unsigned char> out) {
+  const size_t matrix = DecodeBytes(type);
+  FillBlocks(type, matrix / BlockBytes(type), out.data(), type == Weight::kQ4_0 ? 4 : 8);
+  for (int c = 1; c < copies; ++c) std::memcpy(out.data() + c * matrix, out.data(), matrix);
+}
+
+Expected<SharedRegion> LayOutRegion(const QuantWeightSets& sets, const Plan& plan) {
+  const size_t rows = kPrefillT;
+  const ref::BlockShape shape = ref::Stage1Shape();
+  const size_t D = shape.model, F = shape.ffn, QKV = shape.model + 2 * shape.kvWidth();
+  std::array<BufferSize, L::kBufferCount> sizes{};
+  sizes[L::kQ8Copies] = BufferSize::Bytes(DecodeBytes(Weight::kQ8_0) * plan.q8Copies, shm::kReadOnly);
+  sizes[L::kQ4Copies] = BufferSize::Bytes(DecodeBytes(Weight::kQ4_0) * plan.q4Copies, shm::kReadOnly);
+  const size_t q8 = BlockBytes(Weight::kQ8_0);
+  sizes[L::kActivations] = BufferSize::Bytes(rows * (kDecodeCols / 32) * q8, shm::kReadOnly);
+  for (int s = 0; s < kBlockSetCount; ++s) {
+    size_t bytes = 0;
+    for (const QuantMatrixBytes& m : sets.at(kBlockSets[s]).matrices) bytes += m.bytes.size();
+    sizes[L::kSetMatrices[s]] = BufferSize::Bytes(bytes, shm::kReadOnly);
+  }
+  sizes[L::kNormWeights] = {kBlockSetCount * 2 * D, shm::kReadOnly};
+  sizes[L::kX] = {rows * D, shm::kReadOnly};
+  sizes[L::kRopeCos] = {rows * shape.headDim / 2, shm::kReadOnly};
+  sizes[L::kRopeSin] = {rows * shape.headDim / 2, shm::kReadOnly};
+  sizes[L::kY] = {rows * kDecodeRows, shm::kWritable};
+  for (L::Buffer b : {L::kNorm1, L::kAttnOut, L::kResidual1, L::kNorm2, L::kOutput}) sizes[b] = {rows * D, shm::kWritable};
+  sizes[L::kQkv] = {rows * QKV, shm::kWritable};
+  sizes[L::kHidden] = {rows * F, shm::kWritable};
+  for (L::Buffer b : {L::kNorm1q, L::kAttnOutq, L::kNorm2q}) sizes[b] = BufferSize::Bytes(rows * D / 32 * q8, shm::kWritable);
+  sizes[L::kHiddenq] = BufferSize::Bytes(rows * F / 32 * q8, shm::kWritable);
+  sizes[L::kTimings] = {size_t{kQuantMeasurementCount} * stage03::kTimingFloats, shm::kWritable};
+  auto created = SharedRegion::Create<L>(sizes);
+  if (!created.ok()) return created.error();
+  SharedRegion& region = *created;
+  FillCopies(Weight::kQ8_0, plan.q8Copies, region.Bytes<L>(L::kQ8Copies));
+  FillCopies(Weight::kQ4_0, plan.q4Copies, region.Bytes<L>(L::kQ4Copies));
+  FillBlocks(Weight::kQ8_0, rows * (kDecodeCols / 32), region.Bytes<L>(L::kActivations).data(), 16);
+  std::span<float> norms = region.Floats<L>(L::kNormWeights);
+  for (int s = 0; s < kBlockSetCount; ++s) {
+    const QuantWeightSet& set = sets.at(kBlockSets[s]);
+    unsigned char* at = region.Bytes<L>(L::kSetMatrices[s]).data();
+    for (const QuantMatrixBytes& m : set.matrices) at = std::ranges::copy(m.bytes, at).out;
+    std::ranges::copy(set.rms1, norms.begin() + s * 2 * D);
+    std::ranges::copy(set.rms2, norms.begin() + s * 2 * D + D);
+  }
+  const std::vector<float> x = ref::GenerateInputRows(1, kPrefillT, shape.model, 1.0);
+  std::vector<float> ropeCos, ropeSin;
+  ref::MakeFloatRopeTables(kPrefillT, shape.headDim, ref::kRopeBase, ropeCos, ropeSin);
+  std::ranges::copy(x, region.Floats<L>(L::kX).begin());
+  std::ranges::copy(ropeCos, region.Floats<L>(L::kRopeCos).begin());
+  std::ranges::copy(ropeSin, region.Floats<L>(L::kRopeSin).begin());
+  return created;
+}
+
+// A measurement in words, for a report of what went wrong with it.
+std::string MeasurementName(int m) {
+  switch (m) {
+    case kDecodeQ8_0: return "matmul_q Q8_0 at T = 1";
+    case kDecodeQ4_0: return "matmul_q Q4_0 at T = 1";
+    case kPrefillQ8_0: return fmt::format("matmul_q Q8_0 at T = {}", kPrefillT);
+    case kPrefillQ4_0: return fmt::format("matmul_q Q4_0 at T = {}", kPrefillT);
+    default: {
+      const int block = m - kFirstBlockMeasurement;
+      const int perSet = static_cast<int>(kBlockTokens.size());
+      return fmt::format("quant_block on {} at T = {}", kBlockSets[block / perSet], kBlockTokens[block % perSet]);
+    }
+  }
+}
+
+struct ChildTimings {
+  std::array<Timing, kQuantMeasurementCount> timings{};
+  std::string failure;  // why the child's figures are not used; "" when they are
+};
+
+Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets& sets, const Plan& plan, int threads,
+                                     double budget, const StageContext& context) {
+  L::Params params{.threads = threads, .q8Copies = plan.q8Copies, .q4Copies = plan.q4Copies,
+                   .budgetSeconds = static_cast<float>(budget), .types = {}};
+  for (int s = 0; s < kBlockSetCount; ++s) {
+    const QuantWeightSet& set = sets.at(kBlockSets[s]);
+    for (size_t m = 0; m < set.matrices.size(); ++m) params.types[s][m] = set.matrices[m].type;
+  }
+  region.SetParams<L>(params);
+  region.PoisonOutputs();
+  ChildLimits limits = context.limits;
+  // Ten measurements, each a budget plus a warm-up and at least three runs of a kernel that
+  // may be slow: generous, as stage 3's five are.
+  limits.wallSeconds = 300 + kQuantMeasurementCount * budget;
+  auto ran = RunInChild(context.harness, region, limits);
+  if (!ran.ok()) return ran.error();
+  ChildTimings result;
+  if (ran->ending != ChildOutcome::Ending::kReturned) {
+    result.failure = DescribeEnding(*ran, region, "the bench", limits.wallSeconds, limits.memoryBytes);
+    if (const std::string output = ChildOutputText(*ran); !output.empty()) result.failure += "\n" + output;
+    return result;
+  }
+  const std::span<const float> t = region.Floats<L>(L::kTimings);
+  for (int m = 0; m < kQuantMeasurementCount; ++m) {
+    result.timings[m] = FromFloats(t.data() + static_cast<size_t>(m) * stage03::kTimingFloats);
+    if (!Sound(result.timings[m])) {
+      // Measure cannot produce it: the timings buffer was overwritten (by a write out of bounds).
+      result.failure = fmt::format("the timing of {} came back as {} runs, median {} s, which no measurement gives: "
+                                   "was something written past the end of a buffer?",
+                                   MeasurementName(m), result.timings[m].runs, result.timings[m].median);
+      break;
+    }
+  }
+  return result;
+}
+
+// --- the figures -----------------------------------------------------------------------------
+struct Figures {
+  Plan plan;
+  uint64_t probeBytes = 0;  // as the yardstick rounded it
+  std::array<Timing, 2> probe{};
+  std::array<Timing, 2> floatDecode{};
+  std::array<std::array<Timing, kQuantMeasurementCount>, 2> child{};  // per thread count
+
+  double ProbeGbs(int t) const { return static_cast<double>(probeBytes) / probe[t].median / 1e9; }
+};
+
+// A decode kernel's row: the same logical matrix in three storage formats.
+struct DecodeKernel {
+  const char* label;  // in the table and the figure
+  const char* name;   // the function timed
+  const char* type;
+  uint64_t matrixBytes;
+  int copies;
+  std::array<Timing, 2> time;
+};
+
+std::vector<DecodeKernel> DecodeKernels(const Figures& f) {
+  auto child = [&f](int m) { return std::array<Timing, 2>{f.child[0][m], f.child[1][m]}; };
+  return {{"matmul_q Q8_0", "matmul_q", "q8_0", DecodeBytes(Weight::kQ8_0), f.plan.q8Copies, child(kDecodeQ8_0)},
+          {"matmul_q Q4_0", "matmul_q", "q4_0", DecodeBytes(Weight::kQ4_0), f.plan.q4Copies, child(kDecodeQ4_0)},
+          {"matmul f32, stage 3 solution", "matmul (stage 3's solution)", "f32", kDecodeFloatBytes, f.plan.f32Copies,
+           f.floatDecode}};
+}
+double Gbs(const DecodeKernel& k, int t) { return static_cast<double>(k.matrixBytes) / k.time[t].median / 1e9; }
+double PercentOfProbe(const Figures& f, const DecodeKernel& k, int t) { return 100.0 * Gbs(k, t) / f.ProbeGbs(t); }
+double OverFloat(const Figures& f, const DecodeKernel& k, int t) { return f.floatDecode[t].median / k.time[t].median; }
+double Q4OverQ8(const Figures& f, int t) { return f.child[t][kDecodeQ8_0].median / f.child[t][kDecodeQ4_0].median; }
+
+constexpr double kPrefillOps = 2.0 * kPrefillT * kPrefillRows * kPrefillCols;
+double Gops(const Timing& t) { return kPrefillOps / t.median / 1e9; }
+
+// The table: a row's label, then per thread count its time and its figures, side by side.
+constexpr int kLabelWidth = 46;
+
+void PrintHeader(const char* label, const std::vector<std::string>& figureNames) {
+  std::printf("  %-*s", kLabelWidth, label);
+  for (const char* threads : {"1 thread", "2 threads"}) {
+    std::printf(" | %-30s", threads);
+    for (const std::string& name : figureNames) std::printf(" %8s", name.c_str());
+  }
+  std::printf("\n");
+}
+
+void PrintRow(const std::string& label, const std::array<Timing, 2>& time,
+              const std::array<std::vector<std::string>, 2>& figures) {
+  std::printf("  %-*s", kLabelWidth, label.c_str());
+  for (int t = 0; t < 2; ++t) {
+    std::printf(" | %-30s", TimeRange(time[t]).c_str());
+    for (const std::string& figure : figures[t]) std::printf(" %8s", figure.c_str());
+  }
+  std::printf("\n");
+}
+
+void PrintText(const Figures& f, const BenchOptions& o) {
+  std::printf("Stage 4 bench: %s on this machine\n", o.source.c_str());
+  std::printf("  last-level cache: %s, from %s;\n  what must not fit in it (the probe's buffer, each kernel's copies "
+              "together) is at least twice that\n",
+              Mebibytes(f.plan.cache.bytes).c_str(), f.plan.cache.source.c_str());
+  std::printf("  each time is the median of its runs (fastest-slowest in brackets)\n\n");
+
+  std::printf("Read bandwidth: the yardstick sums a %s buffer\n", Mebibytes(f.probeBytes).c_str());
+  PrintHeader("", {"GB/s"});
+  PrintRow("probe", f.probe, {{{fmt::format("{:.1f}", f.ProbeGbs(0))}, {fmt::format("{:.1f}", f.ProbeGbs(1))}}});
+  std::printf("\n");
+
+  std::printf("T = 1 (decode): W %d x %d (Llama-3-8B's FFN gate/up), each run on the next of its copies\n",
+              kDecodeRows, kDecodeCols);
+  std::printf("  %% probe: the GB/s of weights read over the probe's at the same thread count; x f32: stage 3's\n"
+              "  float matmul's time over this one's, i.e. the quantized model's tokens/s over the float one's\n");
+  PrintHeader("kernel, copies x size", {"GB/s", "% probe", "x f32"});
+  for (const DecodeKernel& k : DecodeKernels(f)) {
+    std::array<std::vector<std::string>, 2> figures;
+    for (int t = 0; t < 2; ++t) {
+      figures[t] = {fmt::format("{:.1f}", Gbs(k, t)), fmt::format("{:.0f}%", PercentOfProbe(f, k, t)),
+                    fmt::format("{:.2f}x", OverFloat(f, k, t))};
+    }
+    PrintRow(fmt::format("{:<29} {} x {:.1f} MB", k.label, k.copies, static_cast<double>(k.matrixBytes) / 1e6), k.time,
+             figures);
+  }
+  std::printf("  Q4_0 over Q8_0: %.2fx the speed on 1 thread, %.2fx on 2\n\n", Q4OverQ8(f, 0), Q4OverQ8(f, 1));
+
+  std::printf("T = %d (prefill): W %d x %d (Llama-3-8B's wo); GOP/s counts 2 integer ops per multiply-add\n", kPrefillT,
+              kPrefillRows, kPrefillCols);
+  PrintHeader("kernel", {"GOP/s"});
+  for (const auto& [label, m] : {std::pair{"matmul_q Q8_0", kPrefillQ8_0}, std::pair{"matmul_q Q4_0", kPrefillQ4_0}}) {
+    PrintRow(label, {f.child[0][m], f.child[1][m]},
+             {{{fmt::format("{:.1f}", Gops(f.child[0][m]))}, {fmt::format("{:.1f}", Gops(f.child[1][m]))}}});
+  }
+  std::printf("\n");
+
+  std::printf("quant_block on each weight set (the workbook's block, D %d and F %d: its weights fit in the cache)\n",
+              ref::Stage1Shape().model, ref::Stage1Shape().ffn);
+  PrintHeader("weight set, T", {"tokens/s"});
+  for (int s = 0; s < kBlockSetCount; ++s) {
+    for (size_t i = 0; i < kBlockTokens.size(); ++i) {
+      const int m = BlockMeasurement(s, static_cast<int>(i));
+      std::array<std::vector<std::string>, 2> figures;
+      for (int t = 0; t < 2; ++t) figures[t] = {fmt::format("{:.0f}", kBlockTokens[i] / f.child[t][m].median)};
+      PrintRow(fmt::format("quant_block {}, T = {}", kBlockSets[s], kBlockTokens[i]), {f.child[0][m], f.child[1][m]},
+               figures);
+    }
+  }
+  std::fflush(stdout);
+}
+
+json ToJson(const Figures& f, const BenchOptions& o) {
+  json root;
+  root["stage"] = 4;
+  root["source"] = o.source;
+  root["threads"] = kThreadCounts;
+  root["cache"] = {{"bytes", f.plan.cache.bytes}, {"source", f.plan.cache.source}};
+  root["probe"] = json::array();
+  for (int t = 0; t < 2; ++t) {
+    root["probe"].push_back({{"threads", kThreadCounts[t]},
+                             {"buffer_bytes", f.probeBytes},
+                             {"time", TimingJson(f.probe[t])},
+                             {"read_bandwidth_gbs", f.ProbeGbs(t)}});
+  }
+  json decode = {{"T", 1}, {"rows", kDecodeRows}, {"cols", kDecodeCols}, {"kernels", json::array()}};
+  for (const DecodeKernel& k : DecodeKernels(f)) {
+    for (int t = 0; t < 2; ++t) {
+      decode["kernels"].push_back({{"kernel", k.name},
+                                   {"type", k.type},
+                                   {"threads", kThreadCounts[t]},
+                                   {"copies", k.copies},
+                                   {"matrix_bytes", k.matrixBytes},
+                                   {"time", TimingJson(k.time[t])},
+                                   {"gbs", Gbs(k, t)},
+                                   {"percent_of_probe", PercentOfProbe(f, k, t)},
+                                   {"speed_over_f32", OverFloat(f, k, t)}});
+    }
+  }
+  decode["q4_0_speed_over_q8_0"] = {Q4OverQ8(f, 0), Q4OverQ8(f, 1)};
+  root["decode"] = decode;
+  json prefill = {{"T", kPrefillT}, {"rows", kPrefillRows}, {"cols", kPrefillCols}, {"ops", kPrefillOps},
+                  {"kernels", json::array()}};
+  for (const auto& [type, m] : {std::pair{"q8_0", kPrefillQ8_0}, std::pair{"q4_0", kPrefillQ4_0}}) {
+    for (int t = 0; t < 2; ++t) {
+      prefill["kernels"].push_back({{"kernel", "matmul_q"},
+                                    {"type", type},
+                                    {"threads", kThreadCounts[t]},
+                                    {"time", TimingJson(f.child[t][m])},
+                                    {"gops", Gops(f.child[t][m])}});
+    }
+  }
+  root["prefill"] = prefill;
+  root["block"] = json::array();
+  for (int s = 0; s < kBlockSetCount; ++s) {
+    for (size_t i = 0; i < kBlockTokens.size(); ++i) {
+      const int m = BlockMeasurement(s, static_cast<int>(i));
+      for (int t = 0; t < 2; ++t) {
+        const Timing& time = f.child[t][m];
+        root["block"].push_back({{"set", kBlockSets[s]},
+                                 {"T", kBlockTokens[i]},
+                                 {"threads", kThreadCounts[t]},
+                                 {"time", TimingJson(time)},
+                                 {"ms", time.median * 1e3},
+                                 {"tokens_per_second", kBlockTokens[i] / time.median}});
+      }
+    }
+  }
+  return root;
+}
+
+// --- the SVG ---------------------------------------------------------------------------------
+std::string EscapeXml(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// One bar per decode kernel and thread count: its share of the probe's read bandwidth, with
+// 100% marked. At T = 1 a kernel can at best read its weights as fast as the probe reads a
+// buffer, so the bar's length is how much of the machine the kernel uses.
+std::string Svg(const Figures& f, const BenchOptions& o) {
+  const std::vector<DecodeKernel> kernels = DecodeKernels(f);
+  constexpr double W = 940, barLeft = 290, barRight = 680, top = 70, barHeight = 20, gap = 8;
+  double most = 100;
+  for (const DecodeKernel& k : kernels) {
+    for (int t = 0; t < 2; ++t) most = std::max(most, PercentOfProbe(f, k, t));
+  }
+  most *= 1.1;
+  auto X = [&](double percent) { return barLeft + percent / most * (barRight - barLeft); };
+  const double H = top + kernels.size() * 2 * (barHeight + gap) + 60;
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+      W, H, W, H);
+  svg += fmt::format("<text x=\"20\" y=\"24\" font-size=\"15\">Stage 4, T = 1: share of the read bandwidth ({:.1f} / "
+                     "{:.1f} GB/s on 1 / 2 threads), W {} x {}</text>\n",
+                     f.ProbeGbs(0), f.ProbeGbs(1), kDecodeRows, kDecodeCols);
+  svg += fmt::format("<text x=\"20\" y=\"44\">{}; each bar the median of its runs; x f32: the speed over stage 3's "
+                     "float matmul</text>\n",
+                     EscapeXml(o.source));
+  double y = top;
+  for (const DecodeKernel& k : kernels) {
+    for (int t = 0; t < 2; ++t) {
+      const double percent = PercentOfProbe(f, k, t);
+      const char* colour = k.type == std::string("q8_0") ? "#1f77b4" : k.type == std::string("q4_0") ? "#2ca02c"
+                                                                                                      : "#999999";
+      svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}, {} thread{}</text>"
+                         "<rect x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" "
+                         "fill-opacity=\"{}\"/><text x=\"{:.1f}\" y=\"{:.1f}\">{:.0f}% ({:.1f} GB/s, {:.2f}x f32)</text>\n",
+                         barLeft - 8, y + 14, k.label, kThreadCounts[t],
+                         kThreadCounts[t] == 1 ? "" : "s", barLeft, y, X(percent) - barLeft, barHeight, colour,
+                         t == 0 ? "1" : "0.6", X(percent) + 6, y + 14, percent, Gbs(k, t), OverFloat(f, k, t));
+      y += barHeight + gap;
+    }
+  }
+  svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\" "
+                     "stroke-dasharray=\"4 3\"/><text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">100% of the "
+                     "probe</text>\n",
+                     X(100), top - 6, y, y + 16);
+  svg += "</svg>\n";
+  return svg;
+}
+
+// Writes the file whole, or not at all: a temporary beside it, then a rename.
+Status WriteWhole(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".partial";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out.write(text.data(), static_cast<std::streamsize>(text.size())) || !out.flush()) {
+      std::remove(temporary.c_str());
+      return BadUsage(fmt::format("--plot {}: cannot write the file", path));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return BadUsage(fmt::format("--plot {}: cannot write the file", path));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+}  // namespace quant_bench
+
+Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, const StageContext& context) {
+  using namespace quant_bench;
+  if (!o.contexts.empty() || !o.tokens.empty()) {
+    return BadUsage(fmt::format("--contexts and --tokens are stages 2 and 3's; stage 4 measures T = 1 and T = {}",
+                                kPrefillT));
+  }
+  for (const char* name : kBlockSets) {
+    if (!sets.contains(name)) return InternalError(fmt::format("the bench needs weight set {}, which was not loaded", name));
+  }
+  if (!o.plotPath.empty()) {
+    // Fail before a minute of measuring, not after.
+    std::ofstream probe(o.plotPath + ".partial", std::ios::binary | std::ios::trunc);
+    if (!probe) return BadUsage(fmt::format("--plot {}: cannot write there", o.plotPath));
+    probe.close();
+    std::remove((o.plotPath + ".partial").c_str());
+  }
+  auto cache = LastLevelCache();
+  if (!cache.ok()) return cache.error();
+  const double budget = o.budgetSeconds > 0 ? o.budgetSeconds : kDefaultBudget;
+  std::FILE* progress = o.format == "json" ? stderr : stdout;
+  auto note = [progress](const std::string& text) {
+    std::fprintf(progress, "%s\n", text.c_str());
+    std::fflush(progress);
+  };
+
+  Figures figures;
+  figures.plan = MakePlan(*cache);
+  const Plan& plan = figures.plan;
+  note(fmt::format("bench: last-level cache {} ({}); probing the read bandwidth over {} ...",
+                   Mebibytes(plan.cache.bytes), plan.cache.source, Mebibytes(plan.probeBytes)));
+  auto probe = RunYardstick({"probe", std::to_string(plan.probeBytes), fmt::format("{}", budget)}, 300);
+  if (!probe.ok()) return probe.error();
+  figures.probeBytes = (*probe)["bytes"].get<uint64_t>();
+  note(fmt::format("bench: stage 3's float matmul at T = 1 over {} copies of {} x {} ...", plan.f32Copies, kDecodeRows,
+                   kDecodeCols));
+  auto floats = RunYardstick({"float", std::to_string(plan.f32Copies), fmt::format("{}", budget)}, 600);
+  if (!floats.ok()) return floats.error();
+  for (int t = 0; t < 2; ++t) {
+    figures.probe[t] = FromYardstick((*probe)["seconds"][t]);
+    figures.floatDecode[t] = FromYardstick((*floats)["seconds"][t]);
+    if (!Sound(figures.probe[t]) || !Sound(figures.floatDecode[t])) {
+      return InternalError("the bench's yardstick returned a timing that cannot be: rebuild the workbook");
+    }
+  }
+
+  note(fmt::format("bench: laying out {} copies of the Q8_0 matrix and {} of the Q4_0 one ({}) ...", plan.q8Copies,
+                   plan.q4Copies,
+                   Mebibytes(plan.q8Copies * DecodeBytes(Weight::kQ8_0) + plan.q4Copies * DecodeBytes(Weight::kQ4_0))));
+  auto region = LayOutRegion(sets, plan);
+  if (!region.ok()) return region.error();
+  for (int t = 0; t < 2; ++t) {
+    const int threads = kThreadCounts[t];
+    note(fmt::format("bench: matmul_q and quant_block on {} thread{} ...", threads, threads == 1 ? "" : "s"));
+    auto child = RunBenchChild(*region, sets, plan, threads, budget, context);
+    if (!child.ok()) return child.error();
+    if (!child->failure.empty()) {
+      std::printf("bench: %d thread%s: %s\n", threads, threads == 1 ? "" : "s", child->failure.c_str());
+      return 1;
+    }
+    figures.child[t] = child->timings;
+  }
+
+  if (o.format == "json") {
+    std::printf("%s\n", ToJson(figures, o).dump(2).c_str());
+  } else {
+    std::printf("\n");
+    PrintText(figures, o);
+  }
+  if (!o.plotPath.empty()) {
+    if (auto written = WriteWhole(o.plotPath, Svg(figures, o)); !written.ok()) return written.error();
+    std::fprintf(progress, "bench: the figure is in %s\n", o.plotPath.c_str());
+  }
+  return 0;
+}
+
+}  // namespace wb::stage04

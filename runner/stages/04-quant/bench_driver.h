@@ -1,0 +1,46 @@
+// Stage 4's benchmark: the student's quantized kernels against this machine's memory and
+// against the float kernel they replace, every figure from one run.
+//
+// Contract: RunQuantBench measures, on the machine it runs on, on 1 and 2 threads:
+//   the probe: the read bandwidth over a buffer twice the last-level cache (the yardstick,
+//     stage04-yardstick, compiled with the stage's flags);
+//   decode (T = 1): matmul_q on Llama-3-8B's FFN shape, 14336 x 4096, in Q8_0 and in Q4_0,
+//     each run on the next of as many copies as make at least twice the last-level cache: its
+//     GB/s of weight bytes, that as a share of the probe's bandwidth at the same thread count,
+//     and the ratio to stage 3's solution `matmul` on the same matrix in f32 (the yardstick,
+//     cycled the same way): the tokens/s of a quantized model over a float one's; and the
+//     speed of Q4_0 over Q8_0;
+//   prefill (T = 128): matmul_q on 4096 x 4096 in each type, in GOP/s (2 integer operations
+//     per multiply-add);
+//   quant_block on each of the three weight sets at T = 1 and T = 128, in ms and tokens/s.
+// Each figure is the median of its runs (stage 3's Measure, runner/stages/03-fused/
+// bench_timing.h: runs until the budget, --budget or 0.5 s, is spent, at least 3), shown with
+// the fastest and slowest. The student's kernels run in the bench
+// child (their file linked with bench_call.cc), which times itself as stage 3's does; the
+// runner refuses timings that cannot be (not finite, out of order, too few runs). It prints a
+// table with the two thread counts side by side (or, with format "json", one JSON object on
+// stdout and its progress on stderr) and, with plotPath, writes an SVG whole (a temporary file,
+// then a rename) of each decode kernel's share of the probe's bandwidth; an unwritable plotPath
+// is refused before anything is measured. Returns 0 measured, 1 when the student's code failed
+// while timed; a BadUsage error for another stage's options (--tokens, --contexts).
+//
+// The last-level cache's size comes from sysfs (/sys/devices/system/cpu/cpu0/cache/index*/,
+// the highest `level`), else sysconf(_SC_LEVEL3_CACHE_SIZE), else a fixed 32 MiB, and the
+// report names which. For the workbook's own tests only, the environment variable
+// WB_BENCH_LLC_BYTES (a byte count) takes its place, so a test can shrink every buffer the
+// cache's size decides; the report then names that as the source.
+//
+// Memory: the bench child's region holds all the copies (over 2 GiB when the cache is 512 MiB).
+// The child's address-space limit is the region plus the run's memory limit (ChildLimits), so
+// the region needs no more than that; the student's own allocations keep the usual headroom.
+#pragma once
+
+#include "common/expected.h"
+#include "quant_weights.h"
+#include "runner/stages/stage_driver.h"
+
+namespace wb::stage04 {
+
+Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& options, const StageContext& context);
+
+}  // namespace wb::stage04

@@ -1,0 +1,72 @@
+// Stage 4's call: one kernel, twice, or one quant_block (quant_call.h). Which one the runner
+// laid out decides.
+#include "quant_call.h"
+#include "runner/harness/harness.h"
+#include "stage04_quant.h"
+
+namespace wb::harness {
+namespace {
+
+WeightType TypeOf(stage04::Weight weight) {
+  return weight == stage04::Weight::kQ4_0 ? WeightType::kQ4_0 : WeightType::kQ8_0;
+}
+
+void CallKernel(Region& region) {
+  using L = stage04::KernelCall;
+  region.Bind<L>();
+  const L::Params p = region.Params<L>();
+  const Accumulate mode = p.accumulate != 0 ? Accumulate::kAdd : Accumulate::kOverwrite;
+  const L::Buffer outputs[] = {L::kResult, L::kSecondRun};
+  for (unsigned run = 0; run < 2; ++run) {
+    region.BeginCall(run);
+    switch (p.kernel) {
+      case stage04::Kernel::kQuantize:
+        quantize_q8_0(p.tokens * p.in, region.As<L, const float>(L::kInput), region.As<L, BlockQ8_0>(outputs[run]));
+        break;
+      case stage04::Kernel::kMatmulQ: {
+        const QuantMatrix W{.type = TypeOf(p.weight), .blocks = region.As<L, const void>(L::kWeights),
+                            .rows = p.out, .cols = p.in};
+        matmul_q(p.tokens, region.As<L, const BlockQ8_0>(L::kInput), W, region.As<L, float>(outputs[run]), mode,
+                 p.threads);
+        break;
+      }
+      default:
+        Fail("the runner asked for a kernel this harness does not know: rebuild the workbook");
+    }
+    region.EndCall();
+  }
+}
+
+void CallBlock(Region& region) {
+  using L = stage04::QuantBlockCall;
+  region.Bind<L>();
+  const L::Params p = region.Params<L>();
+  auto matrix = [&](size_t i, int rows, int cols) {
+    return QuantMatrix{.type = TypeOf(p.types[i]), .blocks = region.As<L, const void>(L::kMatrices[i]),
+                       .rows = rows, .cols = cols};
+  };
+  const QuantWeights w{.rms1 = region.Floats<L>(L::kRms1),
+                       .wqkv = matrix(0, QKV, D),
+                       .wo = matrix(1, D, D),
+                       .rms2 = region.Floats<L>(L::kRms2),
+                       .wgate = matrix(2, F, D),
+                       .wup = matrix(3, F, D),
+                       .wdown = matrix(4, D, F)};
+  auto in = [&region](L::Buffer b) -> const float* { return region.Floats<L>(b); };
+  auto out = [&region](L::Buffer b) { return region.Floats<L>(b); };
+  auto blocks = [&region](L::Buffer b) { return region.As<L, BlockQ8_0>(b); };
+  region.BeginCall(0);
+  quant_block(p.tokens, p.threads, w, in(L::kX), in(L::kRopeCos), in(L::kRopeSin), out(L::kNorm1),
+              blocks(L::kNorm1q), out(L::kQkv), out(L::kAttnOut), blocks(L::kAttnOutq), out(L::kResidual1),
+              out(L::kNorm2), blocks(L::kNorm2q), out(L::kHidden), blocks(L::kHiddenq), out(L::kOutput));
+  region.EndCall();
+}
+
+}  // namespace
+
+void CallStage(Region& region) {
+  if (region.Holds<stage04::KernelCall>()) return CallKernel(region);
+  CallBlock(region);
+}
+
+}  // namespace wb::harness

@@ -1,0 +1,371 @@
+#include "kernel_checks.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "model/files/tensor_types.h"
+#include "quant_call.h"
+#include "quant_checks.h"
+#include "quant_weights.h"
+#include "reference/gen/block_data.h"
+#include "runner/diagnose/misconceptions.h"
+#include "runner/engine/case_verdict.h"
+#include "runner/engine/checkpoint_engine.h"
+#include "runner/engine/crash_description.h"
+#include "runner/isolation/shared_region.h"
+
+namespace wb::stage04 {
+namespace {
+
+using L = KernelCall;
+
+constexpr uint64_t kMatrixStream = 0x9e3779b97f4a7c15ull;
+constexpr uint64_t kStartStream = 0x94d049bb133111ebull;
+
+// The last is named at the block's checkpoints after a matmul (quant_driver.cc).
+constexpr std::array<std::string_view, 5> kMatmulIds = {"q4-nibbles-interleaved", "q4-offset-forgotten",
+                                                        "scale-per-row", "int16-overflow",
+                                                        "activation-scale-not-half"};
+
+Kernel KernelOf(const std::string& name) { return name == "matmul_q" ? Kernel::kMatmulQ : Kernel::kQuantize; }
+
+// The special blocks of kernel_checks.h, written over the first blocks of `x`.
+void PlantSpecialBlocks(std::vector<float>& x, uint64_t seed) {
+  const size_t blocks = x.size() / kQK;
+  std::vector<float> noise = ref::GenerateInputRows(seed ^ 0x5bd1e995u, 1, 5 * kQK, 1.0);
+  auto block = [&](size_t b) { return std::span(x).subspan(b * kQK, kQK); };
+  auto random = [&](size_t b) { return std::span(noise).subspan(b * kQK, kQK); };
+  if (blocks > 0) std::ranges::fill(block(0), 0.0f);
+  if (blocks > 1) {
+    std::ranges::copy(random(1), block(1).begin());
+    block(1)[7] = -3.0f;  // every other value is within (-1, 1)
+  }
+  if (blocks > 2) {
+    // d = 127 / 127 = 1 exactly, so x * id is x: the halves are exact ties.
+    for (int j = 0; j < kQK; ++j) block(2)[j] = static_cast<float>(j - 16) + 0.5f;
+    block(2)[0] = 127.0f;
+  }
+  if (blocks > 3) {
+    for (int j = 0; j < kQK; ++j) block(3)[j] = random(3)[j] * 1e-5f;
+    block(3)[5] = 1e-40f;  // a float subnormal, quantized to 0
+  }
+  if (blocks > 4) {
+    for (int j = 0; j < kQK; ++j) block(4)[j] = random(4)[j] * 1e5f;
+  }
+}
+
+// A quantized matrix's codes as signed integers (value j of block b of row r at
+// r * cols + b * 32 + j), and its block scales (row-major, rows x cols / 32).
+struct Codes {
+  std::vector<int> q;
+  std::vector<double> d;
+};
+
+// Q4_0 codes in the contract's order, or in one of two mistaken orders.
+enum class Nibbles { kContract, kInterleaved, kNoOffset };
+
+Codes CodesOf(std::span<const unsigned char> bytes, Weight type, int rows, int cols, Nibbles nibbles = Nibbles::kContract) {
+  Codes c;
+  const int perRow = cols / kQK;
+  const size_t blockBytes = BlockBytes(type);
+  c.q.resize(static_cast<size_t>(rows) * cols);
+  c.d.resize(static_cast<size_t>(rows) * perRow);
+  for (size_t b = 0; b < c.d.size(); ++b) {
+    const unsigned char* block = bytes.data() + b * blockBytes;
+    uint16_t d;
+    std::memcpy(&d, block, 2);
+    c.d[b] = HalfToFloat(d);
+    int* q = c.q.data() + b * kQK;
+    for (int j = 0; j < kQK; ++j) {
+      if (type == Weight::kQ8_0) {
+        q[j] = static_cast<int8_t>(block[2 + j]);
+        continue;
+      }
+      const int offset = nibbles == Nibbles::kNoOffset ? 0 : 8;
+      if (nibbles == Nibbles::kInterleaved) {
+        const unsigned char byte = block[2 + j / 2];
+        q[j] = (j % 2 == 0 ? (byte & 15) : (byte >> 4)) - offset;
+      } else {
+        const unsigned char byte = block[2 + j % 16];
+        q[j] = (j < 16 ? (byte & 15) : (byte >> 4)) - offset;
+      }
+    }
+  }
+  return c;
+}
+
+// How a mistaken matmul_q sums a block pair.
+enum class Sum { kExact, kInt16, kInt8, kFirstScales };
+
+std::vector<double> Product(const Codes& x, const Codes& w, int T, int out, int in, Sum sum) {
+  const int perRow = in / kQK;
+  std::vector<double> y(static_cast<size_t>(T) * out, 0.0);
+  for (int t = 0; t < T; ++t) {
+    for (int o = 0; o < out; ++o) {
+      double total = 0;
+      for (int b = 0; b < perRow; ++b) {
+        const int* xq = x.q.data() + static_cast<size_t>(t) * in + b * kQK;
+        const int* wq = w.q.data() + static_cast<size_t>(o) * in + b * kQK;
+        int64_t isum = 0;
+        for (int j = 0; j < kQK; ++j) isum += int64_t{xq[j]} * wq[j];
+        if (sum == Sum::kInt16) isum = static_cast<int16_t>(static_cast<uint16_t>(isum & 0xFFFF));
+        if (sum == Sum::kInt8) isum = static_cast<int8_t>(static_cast<uint8_t>(isum & 0xFF));
+        const size_t xb = static_cast<size_t>(t) * perRow + (sum == Sum::kFirstScales ? 0 : b);
+        const size_t wb = static_cast<size_t>(o) * perRow + (sum == Sum::kFirstScales ? 0 : b);
+        total += x.d[xb] * w.d[wb] * static_cast<double>(isum);
+      }
+      y[static_cast<size_t>(t) * out + o] = total;
+    }
+  }
+  return y;
+}
+
+// The float sum over blocks may round in any order: up to about (blocks + 2) u of the sum of
+// the blocks' magnitudes (Higham, eq. 3.5), typically its square root. 1e-4 of the RMS, more
+// for long rows, is above that for every shape a case may have and far below any mistake.
+Tolerance MatmulTolerance(int in) {
+  const double blocks = in / static_cast<double>(kQK);
+  return {.absoluteOfRms = 1e-4 * std::max(1.0, std::sqrt(blocks / 16.0)), .relative = 1e-5};
+}
+
+struct MatmulCase {
+  Weight type = Weight::kQ8_0;
+  std::vector<float> x;                  // T x in, before quantization
+  std::vector<unsigned char> xq, wq;     // blocks
+  std::vector<float> start;              // y's values before an accumulating call
+  Codes xc, wc;
+  std::vector<double> product, expected;
+};
+
+Expected<MatmulCase> MakeMatmulCase(const CaseSpec& spec) {
+  MatmulCase m;
+  m.type = spec.weights == "q4_0" ? Weight::kQ4_0 : Weight::kQ8_0;
+  const double matrixScale = spec.wScale * 2.0 / std::sqrt(static_cast<double>(spec.in));
+  m.x = ref::GenerateInputRows(spec.seed, spec.T, spec.in, spec.xScale);
+  std::vector<float> w = ref::GenerateInputRows(spec.seed ^ kMatrixStream, spec.out, spec.in, matrixScale);
+  // The extreme block pair: every code 127 (Q8_0) or -8 (Q4_0) against 127s.
+  std::fill(m.x.begin(), m.x.begin() + kQK, 1.0f);
+  std::fill(w.begin(), w.begin() + kQK, static_cast<float>(m.type == Weight::kQ8_0 ? matrixScale : -matrixScale));
+  auto quantized = ReferenceQ8_0(m.x);
+  if (!quantized) return BadData(fmt::format("case {}: x_scale makes values that are not finite", spec.name));
+  m.xq = std::move(*quantized);
+  const TensorType type = m.type == Weight::kQ4_0 ? TensorType::kQ4_0 : TensorType::kQ8_0;
+  const size_t rowBytes = static_cast<size_t>(spec.in / kQK) * BlockBytes(m.type);
+  m.wq.resize(rowBytes * spec.out);
+  for (int o = 0; o < spec.out; ++o) {
+    const auto row = std::span<const float>(w).subspan(static_cast<size_t>(o) * spec.in, spec.in);
+    const auto target = std::as_writable_bytes(std::span(m.wq)).subspan(rowBytes * o, rowBytes);
+    const Status s = type == TensorType::kQ8_0 ? QuantizeRowQ8_0(row, target) : QuantizeRowQ4_0(row, target);
+    if (!s.ok()) return BadData(fmt::format("case {}: {}", spec.name, s.error().message));
+  }
+  m.xc = CodesOf(m.xq, Weight::kQ8_0, spec.T, spec.in);
+  m.wc = CodesOf(m.wq, m.type, spec.out, spec.in);
+  m.product = Product(m.xc, m.wc, spec.T, spec.out, spec.in, Sum::kExact);
+  m.expected = m.product;
+  if (spec.accumulate) {
+    m.start = ref::GenerateInputRows(spec.seed ^ kStartStream, spec.T, spec.out, 1.0);
+    for (size_t i = 0; i < m.expected.size(); ++i) m.expected[i] += m.start[i];
+  }
+  return m;
+}
+
+Recognition RecogniseMatmul(const MatmulCase& m, const CaseSpec& spec, std::span<const float> got,
+                            const Tolerance& tolerance, const std::string& lesson) {
+  std::vector<Candidate> candidates;
+  auto consider = [&](size_t id, std::string sentence, std::string anchor, std::vector<double> predicted) {
+    for (size_t i = 0; i < predicted.size() && spec.accumulate; ++i) predicted[i] += m.start[i];
+    const double fit = FitOf(got, predicted, tolerance);
+    if (fit <= 1.0) {
+      candidates.push_back(
+          {MisconceptionHit{std::string(kMatmulIds[id]), std::move(sentence), lesson + "#" + anchor}, fit});
+    }
+  };
+  if (m.type == Weight::kQ4_0) {
+    consider(0,
+             "The result matches Q4_0 codes read as neighbours, value 2j from the low nibble of byte j and 2j + 1 "
+             "from its high nibble. ggml's layout keeps values 0-15 in the low nibbles and 16-31 in the high ones.",
+             "the-q4_0-block",
+             Product(m.xc, CodesOf(m.wq, m.type, spec.out, spec.in, Nibbles::kInterleaved), spec.T, spec.out, spec.in,
+                     Sum::kExact));
+    consider(1,
+             "The result matches Q4_0 codes used as they are stored, 0 .. 15: a code stands for (q - 8) x d.",
+             "the-q4_0-block",
+             Product(m.xc, CodesOf(m.wq, m.type, spec.out, spec.in, Nibbles::kNoOffset), spec.T, spec.out, spec.in,
+                     Sum::kExact));
+  }
+  consider(2,
+           "The result matches every block multiplied by the scales of its row's first block: each block pair has "
+           "its own two scales, applied to that block's integer sum.",
+           "the-integer-dot-product", Product(m.xc, m.wc, spec.T, spec.out, spec.in, Sum::kFirstScales));
+  for (Sum narrow : {Sum::kInt16, Sum::kInt8}) {
+    consider(3,
+             fmt::format("The result matches each block's integer sum kept in {} bits, which wraps: 32 products of "
+                         "up to 127 x 127 sum to as much as 516,128. Accumulate a block's products in 32-bit integers.",
+                         narrow == Sum::kInt16 ? 16 : 8),
+             "the-integer-dot-product", Product(m.xc, m.wc, spec.T, spec.out, spec.in, narrow));
+  }
+  return Choose(std::move(candidates));
+}
+
+struct RunDifference {
+  size_t count = 0;
+  size_t first = 0;
+};
+RunDifference CompareRuns(std::span<const unsigned char> a, std::span<const unsigned char> b, size_t unit) {
+  RunDifference d;
+  for (size_t i = 0; i < a.size() / unit; ++i) {
+    if (std::memcmp(a.data() + i * unit, b.data() + i * unit, unit) != 0) {
+      if (d.count == 0) d.first = i;
+      ++d.count;
+    }
+  }
+  return d;
+}
+
+std::string Parameters(const CaseSpec& spec, Kernel kernel) {
+  std::string text =
+      kernel == Kernel::kQuantize
+          ? fmt::format("quantize_q8_0 T={} in={}, seed {}", spec.T, spec.in, spec.seed)
+          : fmt::format("matmul_q {} T={} out={} in={}{}, threads {}, seed {}", spec.weights, spec.T, spec.out, spec.in,
+                        spec.accumulate ? " accumulate" : "", spec.threads, spec.seed);
+  if (spec.xScale != 1.0) text += fmt::format(", x_scale {}", spec.xScale);
+  if (spec.wScale != 1.0) text += fmt::format(", w_scale {}", spec.wScale);
+  return text;
+}
+
+}  // namespace
+
+std::span<const std::string_view> MatmulMisconceptionIds() { return kMatmulIds; }
+
+Expected<CaseReport> RunKernelCase(const CaseSpec& spec, const StageContext& context) {
+  const Kernel kernel = KernelOf(spec.kernel);
+  if (spec.in % kQK != 0) {
+    return BadData(fmt::format("case {}: in = {} is not a multiple of {}: quantized rows are whole blocks", spec.name,
+                               spec.in, kQK));
+  }
+  CaseReport report;
+  report.parameters = Parameters(spec, kernel);
+  const size_t blocks = static_cast<size_t>(spec.T) * spec.in / kQK;
+
+  std::vector<float> x;
+  MatmulCase m;
+  std::array<BufferSize, L::kBufferCount> sizes{};
+  if (kernel == Kernel::kQuantize) {
+    x = ref::GenerateInputRows(spec.seed, spec.T, spec.in, spec.xScale);
+    PlantSpecialBlocks(x, spec.seed);
+    sizes[L::kInput] = {x.size(), shm::kReadOnly};
+    sizes[L::kWeights] = BufferSize::Bytes(1, shm::kReadOnly);
+    sizes[L::kResult] = sizes[L::kSecondRun] = BufferSize::Bytes(blocks * kQ8Bytes, shm::kWritable);
+  } else {
+    auto made = MakeMatmulCase(spec);
+    if (!made.ok()) return made.error();
+    m = std::move(*made);
+    if (auto finite = RequireFiniteReference(spec.name, spec.kernel, m.expected); !finite.ok()) return finite.error();
+    sizes[L::kInput] = BufferSize::Bytes(m.xq.size(), shm::kReadOnly);
+    sizes[L::kWeights] = BufferSize::Bytes(m.wq.size(), shm::kReadOnly);
+    sizes[L::kResult] = sizes[L::kSecondRun] = {m.expected.size(), shm::kWritable};
+  }
+  auto created = SharedRegion::Create<L>(sizes);
+  if (!created.ok()) return created.error();
+  SharedRegion& region = *created;
+  if (kernel == Kernel::kQuantize) {
+    std::ranges::copy(x, region.Floats<L>(L::kInput).begin());
+  } else {
+    std::ranges::copy(m.xq, region.Bytes<L>(L::kInput).begin());
+    std::ranges::copy(m.wq, region.Bytes<L>(L::kWeights).begin());
+  }
+  region.PoisonOutputs();
+  if (!m.start.empty()) {
+    std::ranges::copy(m.start, region.Floats<L>(L::kResult).begin());
+    std::ranges::copy(m.start, region.Floats<L>(L::kSecondRun).begin());
+  }
+  region.SetParams<L>({.kernel = kernel, .tokens = spec.T, .out = spec.out, .in = spec.in, .weight = m.type,
+                       .accumulate = spec.accumulate ? 1 : 0, .threads = spec.threads});
+
+  auto ran = RunInChild(context.harness, region, context.limits);
+  if (!ran.ok()) return ran.error();
+  const ChildOutcome& outcome = *ran;
+  report.callSeconds = outcome.callSeconds;
+  report.childOutput = ChildOutputText(outcome);
+
+  const std::span<const unsigned char> first = region.Bytes<L>(L::kResult);
+  const std::span<const unsigned char> second = region.Bytes<L>(L::kSecondRun);
+  ChainResult chain;
+  std::string where;
+  RunDifference diff;
+  if (kernel == Kernel::kQuantize) {
+    const CheckpointReport cp = CheckQuantizedBlocks({.name = spec.kernel,
+                                                      .shape = fmt::format("{} x {} blocks", spec.T, spec.in / kQK),
+                                                      .got = first,
+                                                      .source = x,
+                                                      .rows = spec.T,
+                                                      .blocksPerRow = spec.in / kQK,
+                                                      .rowName = "row",
+                                                      .lesson = context.stage->lesson,
+                                                      .sourceNote = "",
+                                                      .points = spec.points});
+    chain.allUnwritten = cp.unwritten == cp.total;
+    chain.checkpoints.push_back(cp);
+    diff = CompareRuns(first, second, kQ8Bytes);
+    where = fmt::format("row {}, block {}", diff.first / (spec.in / kQK), diff.first % (spec.in / kQK));
+  } else {
+    std::span<const float> got = region.Floats<L>(L::kResult);
+    // An accumulating case starts from values, not poison: a result still bit for bit those
+    // values is a kernel that wrote nothing, and is reported as never written.
+    std::vector<float> untouched;
+    if (!m.start.empty() && std::memcmp(got.data(), m.start.data(), got.size_bytes()) == 0) {
+      untouched.assign(got.size(), std::bit_cast<float>(shm::kPoisonWord));
+      got = untouched;
+    }
+    CheckpointDescriptor d;
+    d.name = spec.kernel;
+    d.shape = fmt::format("{} x {}", spec.T, spec.out);
+    d.got = got;
+    d.expected = m.expected;
+    d.tolerance = MatmulTolerance(spec.in);
+    d.where = [&spec](size_t index) { return fmt::format("row {}, column {}", index / spec.out, index % spec.out); };
+    d.geometry = BufferGeometry{.rows = spec.T, .width = spec.out, .headDim = 0, .rowName = "row", .firstRow = 0};
+    d.recognise = [&, got, tolerance = d.tolerance](bool) {
+      return RecogniseMatmul(m, spec, got, tolerance, context.stage->lesson);
+    };
+    chain = CheckChain(std::span(&d, 1), spec.points);
+    diff = CompareRuns(first, second, sizeof(float));
+    where = d.where(diff.first);
+  }
+
+  // A second run that differs is a race, whatever the first run got.
+  const bool returned = outcome.ending == ChildOutcome::Ending::kReturned;
+  if (returned && diff.count > 0 && !chain.allUnwritten) {
+    CheckpointReport& cp = chain.checkpoints.front();
+    const std::string race = fmt::format(
+        "Two runs of this case on the same inputs disagree at {} of {} {}, the first at {}: the result depends on "
+        "something besides the inputs. Usually two threads write the same elements (or one reads what another is "
+        "writing); it can also be state kept from one call to the next.",
+        diff.count, kernel == Kernel::kQuantize ? blocks : m.expected.size(),
+        kernel == Kernel::kQuantize ? "blocks" : "elements", where);
+    if (cp.status == CheckStatus::kPass) {
+      cp.status = CheckStatus::kFail;
+      cp.failing = diff.count;
+      cp.points = 0;
+      cp.observation = race;
+    } else {
+      cp.observation = cp.observation.empty() ? race : cp.observation + " " + race;
+    }
+    report.notes.push_back(race);
+  }
+  report.checkpoints = std::move(chain.checkpoints);
+  const std::vector<uint32_t> outputs = {L::kResult, L::kSecondRun};
+  const CaseFindings findings =
+      FindingsOfChild(outcome, region, spec.kernel, context.limits, outputs, chain.allUnwritten);
+  Conclude(findings, report);
+  return report;
+}
+
+}  // namespace wb::stage04

@@ -1,0 +1,65 @@
+// Stage 4's two call layouts (runner/isolation/call_layout.h), shared by the driver and the
+// child's harness: a kernel case runs quantize_q8_0 or matmul_q twice on the same inputs
+// (KernelCall), a block case runs quant_block once (QuantBlockCall). Blocks travel as bytes,
+// in ggml's layouts (contracts/stage04_quant.h); floats as floats.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "runner/isolation/call_layout.h"
+
+namespace wb::stage04 {
+
+// The kernels of the contract, in the order of data/stages.json's "kernels".
+enum class Kernel : int32_t { kQuantize, kMatmulQ };
+// The contract's WeightType, as the runner and the child exchange it.
+enum class Weight : int32_t { kQ8_0, kQ4_0 };
+
+struct KernelCall {
+  static constexpr uint32_t kId = LayoutId("04-quant kernel v1");
+  enum Buffer : uint32_t {
+    // Inputs, read-only. quantize_q8_0: x (T * in floats) and an unused byte in kWeights;
+    // matmul_q: xq (T rows of in / 32 Q8_0 blocks) and W (out rows of in / 32 blocks).
+    kInput, kWeights,
+    // The output of the first run and of the second, from the same inputs and starting
+    // contents: blocks for quantize_q8_0, T x out floats for matmul_q.
+    kResult, kSecondRun,
+    kBufferCount
+  };
+  static constexpr std::array<const char*, kBufferCount> kNames = {"input", "weights", "result", "secondRun"};
+  static constexpr uint32_t kFirstOutput = kResult;
+  struct Params {
+    Kernel kernel;
+    int32_t tokens;  // T
+    int32_t out;     // matmul_q: W's rows
+    int32_t in;      // values per row of x (quantize_q8_0 quantizes T * in values)
+    Weight weight;   // matmul_q: W's type
+    int32_t accumulate;  // 1: Accumulate::kAdd
+    int32_t threads;
+  };
+};
+
+struct QuantBlockCall {
+  static constexpr uint32_t kId = LayoutId("04-quant quant_block v1");
+  enum Buffer : uint32_t {
+    // Inputs: the norm weights (floats), the five matrices (blocks), x and the RoPE tables.
+    kRms1, kWqkv, kWo, kRms2, kWgate, kWup, kWdown, kX, kRopeCos, kRopeSin,
+    // Outputs, in the order the contract computes them.
+    kNorm1, kNorm1q, kQkv, kAttnOut, kAttnOutq, kResidual1, kNorm2, kNorm2q, kHidden, kHiddenq, kOutput,
+    kBufferCount
+  };
+  static constexpr std::array<const char*, kBufferCount> kNames = {
+      "rms1",   "wqkv",    "wo",        "rms2",  "wgate",  "wup",     "wdown",  "x",      "ropeCos", "ropeSin", "norm1",
+      "norm1q", "qkv",     "attnOut",   "attnOutq", "residual1", "norm2", "norm2q", "hidden", "hiddenq", "output"};
+  static constexpr uint32_t kFirstOutput = kNorm1;
+  // The matrices in the order of their buffers, for the types in Params.
+  static constexpr std::array<Buffer, 5> kMatrices = {kWqkv, kWo, kWgate, kWup, kWdown};
+  struct Params {
+    int32_t tokens;  // T
+    int32_t threads;
+    Weight types[5];  // of kMatrices, in that order
+  };
+};
+
+}  // namespace wb::stage04

@@ -1,0 +1,133 @@
+// stage04-yardstick: what stage 4's bench holds the student's quantized kernels against, on
+// the same machine in the same run (runner/stages/04-quant/bench_driver.cc starts it):
+//
+//   stage04-yardstick probe BYTES BUDGET         the read bandwidth over a buffer of BYTES
+//                                                (twice the last-level cache), on 1 and 2
+//                                                threads
+//   stage04-yardstick float COPIES BUDGET        stage 3's solution matmul at T = 1 on the
+//                                                FFN shape (kDecodeRows x kDecodeCols floats),
+//                                                each run on the next of COPIES matrices, on
+//                                                1 and 2 threads
+//
+// Each prints one JSON object on stdout: {"seconds": [timing at 1 thread, at 2]} with each
+// timing's median, fastest, slowest and runs. Trusted code: it runs outside the sandbox, and no
+// student code is linked into it, only stage 3's solution (solutions/03-fused/fused.cc, built
+// with stage 3's flags). This file is compiled with stage 4's flags, so the probe reads memory
+// with the instructions a student's kernel may use, and its bandwidth is the one that kernel
+// can reach.
+#include <omp.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_call.h"
+#include "runner/stages/03-fused/bench_timing.h"
+#include "stage03_fused.h"
+
+namespace {
+
+using nlohmann::json;
+using wb::stage03::Measure;
+using wb::stage03::Timing;
+using wb::stage04::kDecodeCols;
+using wb::stage04::kDecodeRows;
+
+typedef float Vec __attribute__((vector_size(64)));
+constexpr size_t kFloatsPerStep = 4 * sizeof(Vec) / sizeof(float);  // four vectors in flight
+
+json TimingJson(const Timing& t) {
+  return {{"median", t.median}, {"fastest", t.fastest}, {"slowest", t.slowest}, {"runs", t.runs}};
+}
+
+// Read bandwidth: each thread sums its own contiguous share of the buffer, four independent
+// vector accumulators at a time (enough loads in flight that the memory, not the adds, sets
+// the pace). The buffer is written first, so every page is mapped before the clock starts.
+Timing ReadBandwidth(std::vector<float>& data, int threads, double budget) {
+  float sink = 0;
+  const Timing timing = Measure(
+      [&] {
+        float total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+        {
+          const size_t share = data.size() / omp_get_num_threads() / kFloatsPerStep * kFloatsPerStep;
+          const float* begin = data.data() + share * omp_get_thread_num();
+          Vec sums[4] = {};
+          for (size_t i = 0; i < share; i += kFloatsPerStep) {
+            for (int j = 0; j < 4; ++j) {
+              Vec v;
+              std::memcpy(&v, begin + i + j * (sizeof(Vec) / sizeof(float)), sizeof v);
+              sums[j] += v;
+            }
+          }
+          const Vec all = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+          for (size_t j = 0; j < sizeof(Vec) / sizeof(float); ++j) total += all[j];
+        }
+        sink += total;
+      },
+      budget);
+  if (sink == 1.5f) std::puts("");  // keeps the sums alive
+  return timing;
+}
+
+// Deterministic values in [-1, 1): a float matmul's time does not depend on them.
+void Fill(float* values, size_t count, unsigned seed) {
+  unsigned state = seed;
+  for (size_t i = 0; i < count; ++i) {
+    state = state * 1664525u + 1013904223u;
+    values[i] = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
+  }
+}
+
+int Usage() {
+  std::fprintf(stderr, "usage: stage04-yardstick probe BYTES BUDGET | float COPIES BUDGET\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) return Usage();
+  const std::string mode = argv[1];
+  const double count = std::atof(argv[2]);
+  const double budget = std::atof(argv[3]);
+  if (!(count >= 1) || !(budget > 0)) return Usage();
+  json result;
+  if (mode == "probe") {
+    // Rounded up to whole steps of both threads, so each share is exactly half.
+    const size_t unit = 2 * kFloatsPerStep;
+    const size_t floats = (static_cast<size_t>(count) / sizeof(float) + unit - 1) / unit * unit;
+    std::vector<float> data(floats, 1.0f);
+    result["bytes"] = floats * sizeof(float);
+    for (int threads : {1, 2}) result["seconds"].push_back(TimingJson(ReadBandwidth(data, threads, budget)));
+  } else if (mode == "float") {
+    const size_t copies = static_cast<size_t>(count);
+    const size_t matrix = static_cast<size_t>(kDecodeRows) * kDecodeCols;
+    std::vector<float> weights(copies * matrix);
+    for (size_t c = 0; c < copies; ++c) Fill(weights.data() + c * matrix, matrix, static_cast<unsigned>(c + 1));
+    std::vector<float> x(kDecodeCols), y(kDecodeRows);
+    Fill(x.data(), x.size(), 99);
+    for (int threads : {1, 2}) {
+      // Each run reads the next copy: together they are at least twice the last-level cache,
+      // so a run finds none of its matrix left in the cache by the one before (as a model's
+      // layers, read one after another, would not).
+      size_t next = 0;
+      const Timing t = Measure(
+          [&] {
+            matmul(1, kDecodeRows, kDecodeCols, x.data(), weights.data() + next * matrix, y.data(),
+                   Accumulate::kOverwrite, threads);
+            next = (next + 1) % copies;
+          },
+          budget);
+      result["seconds"].push_back(TimingJson(t));
+    }
+  } else {
+    return Usage();
+  }
+  std::printf("%s\n", result.dump().c_str());
+  return 0;
+}

@@ -1,0 +1,589 @@
+// Stage 4, solved: the decoder block on llama.cpp's Q8_0 and Q4_0 weights.
+//
+// The contract (the two block layouts, QuantMatrix, the three signatures) is
+// contracts/stage04_quant.h; sizes are stage 1's, qkv and hidden stage 3's. Portable C++: GCC
+// vector extensions and OpenMP, no intrinsics, compiled as student code is (-O3 -march=native
+// -ffp-contract=fast -fschedule-insns -fsched-pressure -fopenmp).
+//
+// A Q8_0 weight is 34 bytes per 32 values (1.0625 bytes a value), a Q4_0 weight 18 (0.5625):
+// a quarter and an eighth of a float's 4 bytes. At T = 1 a matmul reads each weight once and
+// is limited by memory bandwidth, so fewer bytes per weight is directly more tokens per
+// second; the work per byte only has to keep up with the memory.
+//
+// matmul_q is kept as the three versions that lead to it, side by side (llm.c's dev/cuda
+// style), each a complete kernel with the contract's signature:
+//   1 MatmulQScalar      plain loops: per block the exact integer dot product, then the two
+//                        scales; what a first correct version looks like;
+//   2 MatmulQVectorised  a block's 32 code pairs as one vector: the activation's codes
+//                        arranged once per call, a Q8_0 weight's codes read as int16 lanes and
+//                        split into even and odd codes, a Q4_0 weight's nibbles picked out with
+//                        shifts and masks (codes kept 0..15, the 8 taken off afterwards as
+//                        8 x sum(x) per block); each block's products land in exact int32
+//                        lanes, converted to float and multiplied by the block pair's two
+//                        scales into one float accumulator per row (ggml's AVX2 dot products
+//                        scale partial sums the same way), summed across lanes once a row;
+//                        four weight rows per pass share each activation load;
+//   3 MatmulQThreaded    version 2 on each thread's own contiguous band of weight rows.
+// matmul_q is version MATMULQ_VERSION (default 3).
+//
+// Every output element is one accumulator's sum over its row's blocks in order, reduced in
+// one fixed order at the end; a row's group of four, and so its arithmetic, does not depend
+// on the thread count: the results are bit-identical for any count, and two runs agree.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include <omp.h>
+
+#include "stage04_quant.h"
+
+#ifndef MATMULQ_VERSION
+#define MATMULQ_VERSION 3
+#endif
+
+namespace {
+
+// ==== Provided: not what this stage teaches ====================================================
+// The block's float steps, which stages 1 and 3 taught: plain loops, the same code in
+// stages/04-quant/quant.cc and solutions/04-quant/quant.cc, so the two differ only in what
+// stage 4 asks for. [[maybe_unused]] keeps the compiler quiet until your quant_block calls them.
+
+// RMSNorm of each of `rows` rows of D values: out = in / sqrt(mean(in^2) + RMS_EPS) * weight.
+[[maybe_unused]] void RmsNormRows(int rows, const float* in, const float* weight, float* out) {
+  for (int t = 0; t < rows; ++t) {
+    const float* row = in + static_cast<size_t>(t) * D;
+    float* result = out + static_cast<size_t>(t) * D;
+    float sumSquares = 0.0f;
+    for (int c = 0; c < D; ++c) sumSquares += row[c] * row[c];
+    const float inverseRms = 1.0f / std::sqrt(sumSquares / D + RMS_EPS);
+    for (int c = 0; c < D; ++c) result[c] = row[c] * inverseRms * weight[c];
+  }
+}
+
+// RoPE in place on the q part (HQ heads from column 0) and the k part (HKV heads from column
+// D) of each of the T rows of qkv, never the v part: pair (f, f + ROPE_PAIRS) of every head of
+// row t turns by the angle whose cosine and sine are ropeCos[t * 32 + f] and ropeSin[t * 32 + f].
+[[maybe_unused]] void ApplyRope(int T, float* qkv, const float* ropeCos, const float* ropeSin) {
+  for (int t = 0; t < T; ++t) {
+    const float* cosRow = ropeCos + static_cast<size_t>(t) * ROPE_PAIRS;
+    const float* sinRow = ropeSin + static_cast<size_t>(t) * ROPE_PAIRS;
+    for (int h = 0; h < HQ + HKV; ++h) {
+      // Heads 0 .. HQ-1 are q's, from column 0; heads HQ .. HQ+HKV-1 are k's, from column D,
+      // which is where q's last head ends: the q and k heads are adjacent in a qkv row.
+      float* head = qkv + static_cast<size_t>(t) * QKV + h * DH;
+      for (int f = 0; f < ROPE_PAIRS; ++f) {
+        const float a = head[f];
+        const float b = head[f + ROPE_PAIRS];
+        head[f] = a * cosRow[f] - b * sinRow[f];
+        head[f + ROPE_PAIRS] = a * sinRow[f] + b * cosRow[f];
+      }
+    }
+  }
+}
+
+// attnOut (T x D): causal GQA attention over the rows of qkv (q | k | v, q and k after RoPE).
+// Query head h of token t reads KV head h / (HQ / HKV) of tokens 0 .. t; scores are scaled by
+// 1 / sqrt(DH) and go through a softmax (two passes: the maximum, then the weights), and the
+// head's output is the weighted sum of the values. Tokens are shared out among `threads`
+// threads; each (token, head) is computed by one thread in one fixed order, so the result does
+// not depend on how many there are.
+[[maybe_unused]] void CausalAttention(int T, const float* qkv, float* attnOut, int threads) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(DH));
+  constexpr int kHeadsPerKv = HQ / HKV;
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<float> scores(static_cast<size_t>(T));
+#pragma omp for schedule(dynamic, 4)
+    for (int t = 0; t < T; ++t) {
+      for (int h = 0; h < HQ; ++h) {
+        const int kvHead = h / kHeadsPerKv;
+        const float* query = qkv + static_cast<size_t>(t) * QKV + h * DH;
+        float maximum = -INFINITY;
+        for (int j = 0; j <= t; ++j) {
+          const float* key = qkv + static_cast<size_t>(j) * QKV + D + kvHead * DH;
+          float dot = 0.0f;
+          for (int i = 0; i < DH; ++i) dot += query[i] * key[i];
+          scores[j] = dot * scale;
+          maximum = std::max(maximum, scores[j]);
+        }
+        float total = 0.0f;
+        for (int j = 0; j <= t; ++j) {
+          scores[j] = std::exp(scores[j] - maximum);
+          total += scores[j];
+        }
+        float* out = attnOut + static_cast<size_t>(t) * D + h * DH;
+        for (int i = 0; i < DH; ++i) out[i] = 0.0f;
+        for (int j = 0; j <= t; ++j) {
+          const float* value = qkv + static_cast<size_t>(j) * QKV + D + KV + kvHead * DH;
+          const float weight = scores[j] / total;
+          for (int i = 0; i < DH; ++i) out[i] += weight * value[i];
+        }
+      }
+    }
+  }
+}
+
+// gateThenHidden[i] = SiLU(gate[i]) * up[i] for `count` values, in place over the gate
+// products; SiLU(g) = g / (1 + exp(-g)).
+[[maybe_unused]] void SiluTimesUp(size_t count, float* gateThenHidden, const float* up) {
+  for (size_t i = 0; i < count; ++i) {
+    const float g = gateThenHidden[i];
+    gateThenHidden[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+// ==== What this stage teaches ==================================================================
+
+// out = value when overwriting, out += value when accumulating.
+void Deliver(float& out, float value, Accumulate mode) { out = mode == Accumulate::kAdd ? out + value : value; }
+
+// --- vectors ----------------------------------------------------------------------------------
+// 32 bytes is one AVX2 register (half an AVX-512 one): a block's 32 codes as bytes, or 16 of
+// them as int16, or 8 int32 or float lanes. The scale arithmetic works 16 blocks at a time in
+// 64-byte vectors. On AMD's Zen 4 a 64-byte operation costs two 32-byte ones, so the per-block
+// work stays in 32-byte vectors, where no lane is wasted.
+typedef int8_t Bytes16 __attribute__((vector_size(16)));
+typedef int16_t Words16 __attribute__((vector_size(32)));    // 16 int16
+typedef uint16_t UWords16 __attribute__((vector_size(32)));  // 16 uint16
+typedef int32_t Ints8 __attribute__((vector_size(32)));      // 8 int32
+typedef uint32_t UInts8 __attribute__((vector_size(32)));    // 8 uint32
+typedef float Floats8 __attribute__((vector_size(32)));      // 8 float
+typedef int32_t Ints __attribute__((vector_size(64)));       // 16 int32
+typedef uint32_t UInts __attribute__((vector_size(64)));     // 16 uint32
+typedef float Floats __attribute__((vector_size(64)));       // 16 float
+
+// Unaligned load: memcpy is how portable code says "these bytes as a vector".
+template <typename V>
+V Load(const void* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// The scales of 16 blocks, half to float, exactly as the contract's HalfToFloat does one:
+// a normal half's exponent is rebiased (15 -> 127: + 112 << 23) and its fraction moved up 13
+// bits; zero and subnormals are fraction * 2^-24, exact in float; all-ones exponents stay
+// infinity or NaN. All three are computed and the lane's exponent picks one.
+Floats HalvesToFloats(UWords16 halves) {
+  const UInts h = __builtin_convertvector(halves, UInts);
+  const UInts sign = (h & 0x8000u) << 16;
+  const UInts exponent = h & 0x7C00u;
+  const UInts magnitude = (h & 0x7FFFu) << 13;
+  const UInts normal = magnitude + 0x38000000u;
+  const UInts infinityOrNan = magnitude | 0x7F800000u;
+  const Floats subnormal = __builtin_convertvector(reinterpret_cast<Ints>(h & 0x3FFu), Floats) * 0x1p-24f;
+  const UInts bits = exponent == 0 ? reinterpret_cast<UInts>(subnormal) : exponent == 0x7C00u ? infinityOrNan : normal;
+  return reinterpret_cast<Floats>(bits | sign);
+}
+
+// --- one block's code products, in registers ----------------------------------------------------
+// The contract lets a block's integer dot product reach the float sum as a few EXACT integer
+// partial sums, each scaled by the block's two scales (ggml's AVX2 ggml_vec_dot_q8_0_q8_0 does
+// this: mul_sum_i8_pairs_float, then one fused multiply-add with the broadcast scale). So a
+// block needs no horizontal sum at all: its 32 products go into the 8 int32 lanes of one
+// vector, 4 products a lane, which is converted to float and multiply-added, with the block's
+// scale, into the row's float accumulator. Each row sums its 8 lanes once, at the very end.
+//
+// x86's pmaddwd would multiply int16 pairs and add neighbours into int32 in one instruction,
+// but GCC 12 does not produce it from portable code (nor its cousins pmaddubsw and VNNI's
+// vpdpbusd, outside a loop that ends in a scalar sum). The same result is three cheap steps:
+//   1. the codes as int16, in two vectors whose lanes are codes 2i and 2i + 1 (Q8_0) or an
+//      arrangement of the nibbles (Q4_0), built with shifts and masks, no byte shuffles;
+//   2. products in int16 and the two vectors added: lane i = w[a] * x[a] + w[b] * x[b]. A
+//      Q8_0 product is at most 128 * 127 = 16256 in size, so two fit int16 (32512), exactly;
+//   3. neighbouring int16 lanes added into int32: each int32 lane holds two int16 sums, its low
+//      and high halves, sign-extended by shifting and added.
+// The activation codes are widened and arranged once per call (Prepare), so every weight row
+// and every token tile reuses them.
+
+// Q8_0: the 32 weight codes, read as 16 int16 lanes, hold code 2i in lane i's low byte and
+// code 2i + 1 in its high byte. Shifting left then arithmetically right by 8 sign-extends the
+// low byte; the arithmetic right shift alone, the high one. xEven / xOdd are the activation's
+// codes 2i and 2i + 1. Lane i of the result: codes 4i .. 4i + 3's products, summed exactly.
+Ints8 PartialSumsQ8(const unsigned char* qs, Words16 xEven, Words16 xOdd) {
+  const Words16 w = Load<Words16>(qs);
+  const Words16 pairs = ((w << 8) >> 8) * xEven + (w >> 8) * xOdd;  // |lane| <= 32512: exact
+  const Ints8 words = reinterpret_cast<Ints8>(pairs);
+  return ((words << 16) >> 16) + (words >> 16);
+}
+
+// Q4_0: two blocks at once (a and b, the next one of the same row), their 16 packed bytes
+// side by side in one vector and read as int16 lanes: lane i < 8 holds block a's bytes 2i and
+// 2i + 1, lane 8 + i block b's. Those are four codes per lane, one per nibble: bits 0-3 are
+// value 2i, bits 4-7 value 2i + 16, bits 8-11 value 2i + 1, bits 12-15 value 2i + 17 (byte j's
+// low nibble is value j, its high nibble value j + 16). Shifts and masks pick each nibble out
+// into its own vector; Prepare arranges x's codes in the same four orders (x[0 .. 3]).
+//
+// The codes stay unsigned, 0 .. 15, as ggml's AVX2 Q4_0 code keeps them for its unsigned
+// multiply: sum((q - 8) * x) = sum(q * x) - 8 * sum(x), and the 8 * sum(x) part, one number per
+// activation block, is taken off per row 16 blocks at a time (see GroupDot). A product q * x is
+// at most 15 * 127 = 1905 in size, so the four of a lane (7620) fit int16, and so do a pair of
+// neighbouring lanes: they are added in 16 bits, in the high half of each int32 lane, by one
+// shift and one add (unsigned, where wrap-around is defined), and one arithmetic shift brings
+// the sum down, sign-extended. Int32 lanes 0 .. 3 are block a's, 4 .. 7 block b's, 8 products
+// each: packing two blocks into one vector halves the conversions and fused multiply-adds.
+Ints8 PartialSumsQ4Pair(const unsigned char* a, const unsigned char* b, const Words16 (&x)[4]) {
+  const Bytes16 first = Load<Bytes16>(a);
+  const Bytes16 second = Load<Bytes16>(b);
+  const UWords16 v = reinterpret_cast<UWords16>(__builtin_shufflevector(
+      first, second, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31));
+  const Words16 q0 = reinterpret_cast<Words16>(v & 15);
+  const Words16 q1 = reinterpret_cast<Words16>((v >> 4) & 15);
+  const Words16 q2 = reinterpret_cast<Words16>((v >> 8) & 15);
+  const Words16 q3 = reinterpret_cast<Words16>(v >> 12);
+  const UInts8 quads = reinterpret_cast<UInts8>((q0 * x[0] + q1 * x[1]) + (q2 * x[2] + q3 * x[3]));  // |lane| <= 7620
+  return reinterpret_cast<Ints8>(quads + (quads << 16)) >> 16;
+}
+
+// --- quantize_q8_0 ----------------------------------------------------------------------------
+// ggml's quantize_row_q8_0_ref, block by block. The maximum is exact in any order, so it
+// vectorises freely; the rounding is std::round (half away from zero, as roundf), on the
+// product x * id exactly as the reference forms it: id from the float d, never from half(d).
+void QuantizeBlock(const float* x, BlockQ8_0& out) {
+  float amax = 0.0f;
+#pragma omp simd reduction(max : amax)
+  for (int j = 0; j < QK; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  out.d = FloatToHalf(d);
+  for (int j = 0; j < QK; ++j) out.qs[j] = static_cast<int8_t>(std::round(x[j] * id));
+}
+
+// --- matmul_q, version 1: scalar ----------------------------------------------------------------
+// Per output element, per block: the exact integer dot product of the 32 code pairs, then the
+// two scales (ggml's ggml_vec_dot_q8_0_q8_0 and ggml_vec_dot_q4_0_q8_0, scalar paths).
+int DotQ8(const BlockQ8_0& w, const BlockQ8_0& x) {
+  int sum = 0;
+  for (int j = 0; j < QK; ++j) sum += w.qs[j] * x.qs[j];
+  return sum;
+}
+
+int DotQ4(const BlockQ4_0& w, const BlockQ8_0& x) {
+  int sum = 0;
+  for (int j = 0; j < QK / 2; ++j) {
+    sum += ((w.qs[j] & 15) - 8) * x.qs[j];             // value j: the low nibble
+    sum += ((w.qs[j] >> 4) - 8) * x.qs[j + QK / 2];    // value j + 16: the high nibble
+  }
+  return sum;
+}
+
+[[maybe_unused]] void MatmulQScalar(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode) {
+  const int blocks = W.cols / QK;
+  for (int t = 0; t < T; ++t) {
+    const BlockQ8_0* x = xq + static_cast<size_t>(t) * blocks;
+    for (int o = 0; o < W.rows; ++o) {
+      float sum = 0.0f;
+      if (W.type == WeightType::kQ8_0) {
+        const BlockQ8_0* w = static_cast<const BlockQ8_0*>(W.blocks) + static_cast<size_t>(o) * blocks;
+        for (int b = 0; b < blocks; ++b) sum += HalfToFloat(w[b].d) * HalfToFloat(x[b].d) * static_cast<float>(DotQ8(w[b], x[b]));
+      } else {
+        const BlockQ4_0* w = static_cast<const BlockQ4_0*>(W.blocks) + static_cast<size_t>(o) * blocks;
+        for (int b = 0; b < blocks; ++b) sum += HalfToFloat(w[b].d) * HalfToFloat(x[b].d) * static_cast<float>(DotQ4(w[b], x[b]));
+      }
+      Deliver(y[static_cast<size_t>(t) * W.rows + o], sum, mode);
+    }
+  }
+}
+
+// --- matmul_q, version 2: vectors ---------------------------------------------------------------
+// Per weight row, one float vector accumulator (8 lanes); per block, PartialSumsQ8 / Q4 (8
+// exact int32 partial sums), converted to float and multiply-added with the block's scale
+// half(dW) * half(dX), broadcast. At the end each row's 8 lanes are summed in one fixed order.
+// kGroupRows weight rows go together, so each activation block is loaded once for the group.
+//
+// Q4_0 goes two blocks of a row at a time (PartialSumsQ4Pair), so each conversion and fused
+// multiply-add serves two blocks, with a scale vector holding each block's scale in its half.
+//
+// The scales: a weight row's halves sit 34 (or 18) bytes apart, one per block; they are
+// gathered 16 at a time and converted by HalvesToFloats (exact, as HalfToFloat), once per
+// group of rows (GroupRows); per token, 16 at a time, they are multiplied by the activation
+// scales into a small array from which the inner loop broadcasts one per block.
+//
+// For T > 1 the tokens go in chunks: each group of rows meets every token of a chunk while its
+// blocks are in L1 / L2, so a weight byte comes from memory once per chunk of tokens.
+constexpr int kGroupRows = 4;    // weight rows per pass
+constexpr int kScaleBatch = 16;  // blocks whose scales are prepared together: one 64-byte vector
+constexpr int kTokenChunk = 16;  // tokens that meet a row group while it is in L1 / L2
+
+template <WeightType kType>
+constexpr size_t BlockBytes() {
+  return kType == WeightType::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
+}
+
+// The activations, prepared once per call and shared by every thread. Per token t and block b:
+// the codes as two int16 vectors arranged for the weight type (PartialSumsQ8 / Q4); the scale
+// half(dX) as float; for Q4_0, offset = 8 * sum(codes) * half(dX), the part of the block's dot
+// product that the unsigned nibbles add (PartialSumsQ4). Rows are padded with zero scales to a
+// whole number of scale batches, so a batch can be read as one vector.
+struct Activations {
+  int blocks;        // W.cols / QK
+  int paddedBlocks;  // rounded up to kScaleBatch
+  std::vector<Words16> codes;  // T x (blocks + 1) / 2 x 4: Q8_0 two per block, Q4_0 four per pair
+  std::vector<float> scales;   // T x paddedBlocks
+  std::vector<float> offsets;  // T x paddedBlocks (Q4_0)
+};
+
+Activations Prepare(int T, const BlockQ8_0* xq, int blocks, WeightType type) {
+  Activations a;
+  a.blocks = blocks;
+  a.paddedBlocks = (blocks + kScaleBatch - 1) / kScaleBatch * kScaleBatch;
+  const int pairs = (blocks + 1) / 2;
+  a.codes.assign(static_cast<size_t>(T) * pairs * 4, Words16{});
+  a.scales.assign(static_cast<size_t>(T) * a.paddedBlocks, 0.0f);
+  a.offsets.assign(static_cast<size_t>(T) * a.paddedBlocks, 0.0f);
+  for (int t = 0; t < T; ++t) {
+    Words16* codes = a.codes.data() + static_cast<size_t>(t) * pairs * 4;
+    for (int b = 0; b < blocks; ++b) {
+      const BlockQ8_0& block = xq[static_cast<size_t>(t) * blocks + b];
+      for (int i = 0; i < 16; ++i) {
+        if (type == WeightType::kQ8_0) {
+          codes[2 * b][i] = block.qs[2 * i];          // xEven
+          codes[2 * b + 1][i] = block.qs[2 * i + 1];  // xOdd
+        } else {
+          // Block b fills lanes 0 .. 7 (b even) or 8 .. 15 (b odd) of its pair's four vectors:
+          // values 2i, 2i + 16, 2i + 1, 2i + 17 (PartialSumsQ4Pair's nibble order).
+          if (i >= 8) continue;
+          Words16* pair = codes + 4 * (b / 2);
+          const int lane = i + (b % 2) * 8;
+          pair[0][lane] = block.qs[2 * i];
+          pair[1][lane] = block.qs[2 * i + 16];
+          pair[2][lane] = block.qs[2 * i + 1];
+          pair[3][lane] = block.qs[2 * i + 17];
+        }
+      }
+      int sum = 0;
+      for (int j = 0; j < QK; ++j) sum += block.qs[j];
+      const float scale = HalfToFloat(block.d);
+      a.scales[static_cast<size_t>(t) * a.paddedBlocks + b] = scale;
+      a.offsets[static_cast<size_t>(t) * a.paddedBlocks + b] = static_cast<float>(8 * sum) * scale;
+    }
+  }
+  return a;
+}
+
+// A group of up to kGroupRows weight rows: their first bytes (a missing row repeats the last,
+// and its results are dropped), and their blocks' scales as floats, kGroupRows x paddedBlocks,
+// converted once (GroupRows) and used by every token that meets the group.
+template <WeightType kType>
+struct RowGroup {
+  const unsigned char* row[kGroupRows];
+  std::vector<float> scales;
+};
+
+// The scales of blocks b0 .. b0 + 15 of a row, as floats: each block's d (its first two bytes),
+// gathered into a small array and converted 16 at a time, exactly, by HalvesToFloats. Blocks
+// past the row's end read its last block again; their activation scales are 0.
+template <WeightType kType>
+Floats RowScales(const unsigned char* row, int blocks, int b0) {
+  uint16_t halves[kScaleBatch];
+  if (b0 + kScaleBatch <= blocks) {
+    const unsigned char* first = row + static_cast<size_t>(b0) * BlockBytes<kType>();
+    for (int k = 0; k < kScaleBatch; ++k) std::memcpy(&halves[k], first + k * BlockBytes<kType>(), sizeof(uint16_t));
+  } else {
+    for (int k = 0; k < kScaleBatch; ++k) {
+      std::memcpy(&halves[k], row + static_cast<size_t>(std::min(b0 + k, blocks - 1)) * BlockBytes<kType>(), sizeof(uint16_t));
+    }
+  }
+  return HalvesToFloats(Load<UWords16>(halves));
+}
+
+// Fills `group` with rows [o, o + rows) of W: the addresses, then every block's scale.
+template <WeightType kType>
+void GroupRows(const QuantMatrix& W, int blocks, int paddedBlocks, int o, int rows, RowGroup<kType>& group) {
+  const unsigned char* weights = static_cast<const unsigned char*>(W.blocks);
+  group.scales.resize(static_cast<size_t>(kGroupRows) * paddedBlocks);
+  for (int r = 0; r < kGroupRows; ++r) {
+    group.row[r] = weights + static_cast<size_t>(o + std::min(r, rows - 1)) * blocks * BlockBytes<kType>();
+    for (int b0 = 0; b0 < paddedBlocks; b0 += kScaleBatch) {
+      const Floats scales = RowScales<kType>(group.row[r], blocks, b0);
+      std::memcpy(&group.scales[static_cast<size_t>(r) * paddedBlocks + b0], &scales, sizeof scales);
+    }
+  }
+}
+
+// Rows [o, o + rows) of token t's y row. Per batch of 16 blocks: the 16 combined scales of each
+// row, half(dW) * half(dX), into `scale` (one 64-byte multiply per row); then block by block,
+// the activation's code vectors loaded once and every row's partial sums multiply-added into
+// its accumulator. Q4_0 also gathers sum over blocks of half(dW) * offset (one 64-byte
+// fused multiply-add per row and batch) and takes it off at the end.
+template <WeightType kType>
+void GroupDot(const RowGroup<kType>& group, const Activations& a, int t, int rows, float* y, Accumulate mode) {
+  const float* xScales = a.scales.data() + static_cast<size_t>(t) * a.paddedBlocks;
+  const float* xOffsets = a.offsets.data() + static_cast<size_t>(t) * a.paddedBlocks;
+  const Words16* x = a.codes.data() + static_cast<size_t>(t) * ((a.blocks + 1) / 2) * 4;
+  const unsigned char* row[kGroupRows];
+  for (int r = 0; r < kGroupRows; ++r) row[r] = group.row[r];
+  Floats8 sum[kGroupRows] = {};
+  Floats offset[kGroupRows] = {};
+  for (int b0 = 0; b0 < a.blocks; b0 += kScaleBatch) {
+    alignas(64) float scale[kGroupRows][kScaleBatch];
+    for (int r = 0; r < kGroupRows; ++r) {
+      const Floats wScales = Load<Floats>(&group.scales[static_cast<size_t>(r) * a.paddedBlocks + b0]);
+      const Floats combined = wScales * Load<Floats>(xScales + b0);
+      std::memcpy(scale[r], &combined, sizeof combined);
+      if constexpr (kType == WeightType::kQ4_0) offset[r] += wScales * Load<Floats>(xOffsets + b0);
+    }
+    const int count = std::min(kScaleBatch, a.blocks - b0);
+    if constexpr (kType == WeightType::kQ8_0) {
+      for (int k = 0; k < count; ++k) {
+        const int b = b0 + k;
+        const Words16 xEven = x[2 * b];
+        const Words16 xOdd = x[2 * b + 1];
+        for (int r = 0; r < kGroupRows; ++r) {
+          const Ints8 partial = PartialSumsQ8(row[r] + static_cast<size_t>(b) * sizeof(BlockQ8_0) + 2, xEven, xOdd);
+          sum[r] += __builtin_convertvector(partial, Floats8) * scale[r][k];
+        }
+      }
+    } else {
+      // Blocks in pairs (b, b + 1); an odd last block is paired with itself, and the copy
+      // meets zero activation codes and a zero scale.
+      for (int k = 0; k < count; k += 2) {
+        const int b = b0 + k;
+        const int next = std::min(b + 1, a.blocks - 1);
+        const Words16 xPair[4] = {x[2 * b], x[2 * b + 1], x[2 * b + 2], x[2 * b + 3]};
+        for (int r = 0; r < kGroupRows; ++r) {
+          const Ints8 partial = PartialSumsQ4Pair(row[r] + static_cast<size_t>(b) * sizeof(BlockQ4_0) + 2,
+                                                  row[r] + static_cast<size_t>(next) * sizeof(BlockQ4_0) + 2, xPair);
+          const float s0 = scale[r][k], s1 = scale[r][k + 1];
+          sum[r] += __builtin_convertvector(partial, Floats8) * Floats8{s0, s0, s0, s0, s1, s1, s1, s1};
+        }
+      }
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    const Floats8 s = sum[r];
+    float total = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    if constexpr (kType == WeightType::kQ4_0) {
+      const Floats f = offset[r];
+      float off = 0.0f;
+      for (int i = 0; i < 16; ++i) off += f[i];
+      total -= off;
+    }
+    Deliver(y[r], total, mode);
+  }
+}
+
+// Weight rows [r0, r1) of y, on the calling thread: tokens in chunks, and within a chunk each
+// group of rows meets every token while its blocks are in L1 or L2.
+template <WeightType kType>
+void MatmulQRows(int T, const Activations& a, const QuantMatrix& W, float* y, Accumulate mode, int r0, int r1) {
+  RowGroup<kType> group;
+  for (int chunk = 0; chunk < T; chunk += kTokenChunk) {
+    for (int o = r0; o < r1; o += kGroupRows) {
+      const int rows = std::min(kGroupRows, r1 - o);
+      GroupRows<kType>(W, a.blocks, a.paddedBlocks, o, rows, group);
+      for (int t = chunk; t < std::min(T, chunk + kTokenChunk); ++t) {
+        GroupDot<kType>(group, a, t, rows, y + static_cast<size_t>(t) * W.rows + o, mode);
+      }
+    }
+  }
+}
+
+void MatmulQRange(int T, const Activations& a, const QuantMatrix& W, float* y, Accumulate mode, int r0, int r1) {
+  if (W.type == WeightType::kQ8_0) {
+    MatmulQRows<WeightType::kQ8_0>(T, a, W, y, mode, r0, r1);
+  } else {
+    MatmulQRows<WeightType::kQ4_0>(T, a, W, y, mode, r0, r1);
+  }
+}
+
+[[maybe_unused]] void MatmulQVectorised(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode) {
+  const Activations a = Prepare(T, xq, W.cols / QK, W.type);
+  MatmulQRange(T, a, W, y, mode, 0, W.rows);
+}
+
+// --- matmul_q, version 3: threads over bands of weight rows -------------------------------------
+// Thread i of n owns rows [i * band, (i + 1) * band) of W, whole groups of kGroupRows: disjoint
+// columns of y, so no element is written by two threads, and each thread streams only its
+// own contiguous stretch of the weights, which is what lets T = 1 use both cores' bandwidth.
+// Every row has its own accumulator, so its arithmetic is the same for any thread count.
+struct Band {
+  int begin;
+  int end;
+};
+Band RowBand(int rows, int thread, int threads) {
+  const int groups = (rows + kGroupRows - 1) / kGroupRows;
+  const int perThread = (groups + threads - 1) / threads;
+  const int begin = std::min(rows, thread * perThread * kGroupRows);
+  return {begin, std::min(rows, begin + perThread * kGroupRows)};
+}
+
+[[maybe_unused]] void MatmulQThreaded(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode,
+                                      int threads) {
+  const Activations a = Prepare(T, xq, W.cols / QK, W.type);
+#pragma omp parallel num_threads(threads)
+  {
+    const Band band = RowBand(W.rows, omp_get_thread_num(), omp_get_num_threads());
+    MatmulQRange(T, a, W, y, mode, band.begin, band.end);
+  }
+}
+
+// Quantizes T rows of `width` floats into T rows of width / QK blocks.
+void QuantizeRows(int T, int width, const float* x, BlockQ8_0* out) {
+  quantize_q8_0(T * width, x, out);  // rows are back to back in both: one call does them all
+}
+
+}  // namespace
+
+void quantize_q8_0(int n, const float* x, BlockQ8_0* out) {
+  for (int b = 0; b < n / QK; ++b) QuantizeBlock(x + static_cast<size_t>(b) * QK, out[b]);
+}
+
+void matmul_q(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode, int threads) {
+#if MATMULQ_VERSION == 1
+  (void)threads;
+  MatmulQScalar(T, xq, W, y, mode);
+#elif MATMULQ_VERSION == 2
+  (void)threads;
+  MatmulQVectorised(T, xq, W, y, mode);
+#else
+  MatmulQThreaded(T, xq, W, y, mode, threads);
+#endif
+}
+
+void quant_block(int T, int threads, const QuantWeights& w, const float* x,
+                 const float* ropeCos, const float* ropeSin,
+                 float* norm1, BlockQ8_0* norm1q, float* qkv, float* attnOut,
+                 BlockQ8_0* attnOutq, float* residual1, float* norm2, BlockQ8_0* norm2q,
+                 float* hidden, BlockQ8_0* hiddenq, float* output) {
+  if (T < 1) return;  // no tokens, nothing to write
+  const size_t rows = static_cast<size_t>(T);
+
+  // 1. norm1 (T x D), then its Q8_0 twin: every matmul_q multiplies quantized activations.
+  RmsNormRows(T, x, w.rms1, norm1);
+  QuantizeRows(T, D, norm1, norm1q);
+
+  // 2. qkv (T x QKV) = norm1q . wqkv^T: WQ|WK|WV as one matrix, one matmul_q.
+  matmul_q(T, norm1q, w.wqkv, qkv, Accumulate::kOverwrite, threads);
+
+  // 3. RoPE in place on the q and k parts of each qkv row.
+  ApplyRope(T, qkv, ropeCos, ropeSin);
+
+  // 4. attnOut (T x D), then attnOutq.
+  CausalAttention(T, qkv, attnOut, threads);
+  QuantizeRows(T, D, attnOut, attnOutq);
+
+  // 5. residual1 = x + attnOutq . wo^T: the stream copied, the projection accumulated into it.
+  std::copy(x, x + rows * D, residual1);
+  matmul_q(T, attnOutq, w.wo, residual1, Accumulate::kAdd, threads);
+
+  // 6. norm2 (T x D), then norm2q.
+  RmsNormRows(T, residual1, w.rms2, norm2);
+  QuantizeRows(T, D, norm2, norm2q);
+
+  // 7. hidden (T x F) = SiLU(norm2q . wgate^T) * (norm2q . wup^T): the gate products go
+  //    straight into hidden, the up products into a scratch buffer, then one pass combines them.
+  std::vector<float> up(rows * F);
+  matmul_q(T, norm2q, w.wgate, hidden, Accumulate::kOverwrite, threads);
+  matmul_q(T, norm2q, w.wup, up.data(), Accumulate::kOverwrite, threads);
+  SiluTimesUp(rows * F, hidden, up.data());
+  QuantizeRows(T, F, hidden, hiddenq);
+
+  // 8. output = residual1 + hiddenq . wdown^T, accumulated the same way.
+  std::copy(residual1, residual1 + rows * D, output);
+  matmul_q(T, hiddenq, w.wdown, output, Accumulate::kAdd, threads);
+}

@@ -1,0 +1,154 @@
+// Stage 4's bench end to end: `bench 4 --solutions` prints every figure the issue asks for (the
+// probe, matmul_q at T = 1 against the probe and against stage 3's float matmul, at T = 128 in
+// GOP/s, quant_block on each weight set), draws them whole, and refuses an unwritable --plot
+// and another stage's options before measuring anything. Nothing here is timed: the figures are
+// checked for being there, finite, positive and consistent, not fast. The suite sets
+// WB_BENCH_LLC_BYTES (tests/runner/meson.build) to shrink every buffer the cache's size decides.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "run_command.h"
+
+using nlohmann::json;
+using wbtest::Env;
+using wbtest::Quote;
+using wbtest::ReadFile;
+using wbtest::Workbook;
+
+namespace {
+
+std::filesystem::path Scratch(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("wb-quant-bench-{}-{}", getpid(), name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+json Parse(const std::string& text) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception&) {
+    FAIL("not JSON: " << text);
+    return {};
+  }
+}
+
+bool Positive(const json& value) {
+  return value.is_number() && std::isfinite(value.get<double>()) && value.get<double>() > 0;
+}
+
+// A timing as the bench reports it: Measure's median of at least 3 runs, between its fastest
+// and its slowest.
+void CheckTiming(const json& time) {
+  CAPTURE(time.dump());
+  CHECK(time["runs"].get<int>() >= 3);
+  CHECK(Positive(time["fastest_seconds"]));
+  CHECK(time["fastest_seconds"].get<double>() <= time["median_seconds"].get<double>());
+  CHECK(time["median_seconds"].get<double>() <= time["slowest_seconds"].get<double>());
+}
+
+}  // namespace
+
+TEST_CASE("bench 4 --solutions prints every figure from one run, and draws them") {
+  const uint64_t cache = std::stoull(Env("WB_BENCH_LLC_BYTES"));
+  const auto dir = Scratch("bench");
+  const std::string svg = (dir / "decode.svg").string();
+  const auto ran = Workbook("bench 4 --solutions --budget 0.01 --format json --plot " + Quote(svg));
+  REQUIRE(ran.status == 0);
+  const json report = Parse(ran.out);  // stdout is the JSON alone
+  CHECK(report["stage"] == 4);
+  // The cache's size, and where it came from: here the test's override.
+  CHECK(report["cache"]["bytes"].get<uint64_t>() == cache);
+  CHECK(report["cache"]["source"].get<std::string>().find("WB_BENCH_LLC_BYTES") != std::string::npos);
+
+  // The probe, on 1 and 2 threads, over at least twice the cache.
+  REQUIRE(report["probe"].size() == 2);
+  for (int t = 0; t < 2; ++t) {
+    const json& probe = report["probe"][t];
+    CAPTURE(probe.dump());
+    CHECK(probe["threads"] == t + 1);
+    CHECK(probe["buffer_bytes"].get<uint64_t>() >= 2 * cache);
+    CHECK(Positive(probe["read_bandwidth_gbs"]));
+    CheckTiming(probe["time"]);
+  }
+
+  // Decode: Q8_0, Q4_0 and stage 3's f32 on 1 and 2 threads, each over at least twice the cache.
+  const json& decode = report["decode"];
+  CHECK(decode["T"] == 1);
+  CHECK(decode["rows"] == 14336);
+  CHECK(decode["cols"] == 4096);
+  std::set<std::string> seen;
+  for (const json& k : decode["kernels"]) {
+    CAPTURE(k.dump());
+    seen.insert(fmt::format("{} {}", k["type"].get<std::string>(), k["threads"].get<int>()));
+    CHECK(k["copies"].get<uint64_t>() * k["matrix_bytes"].get<uint64_t>() >= 2 * cache);
+    CHECK(Positive(k["gbs"]));
+    CHECK(Positive(k["percent_of_probe"]));
+    CHECK(Positive(k["speed_over_f32"]));
+    CheckTiming(k["time"]);
+    if (k["type"] == "f32") CHECK(k["speed_over_f32"].get<double>() == 1.0);
+  }
+  CHECK(seen == std::set<std::string>{"q8_0 1", "q8_0 2", "q4_0 1", "q4_0 2", "f32 1", "f32 2"});
+  REQUIRE(decode["q4_0_speed_over_q8_0"].size() == 2);
+  for (const json& ratio : decode["q4_0_speed_over_q8_0"]) CHECK(Positive(ratio));
+
+  // Prefill: both types, both thread counts, in GOP/s.
+  const json& prefill = report["prefill"];
+  CHECK(prefill["T"] == 128);
+  seen.clear();
+  for (const json& k : prefill["kernels"]) {
+    CAPTURE(k.dump());
+    seen.insert(fmt::format("{} {}", k["type"].get<std::string>(), k["threads"].get<int>()));
+    CHECK(Positive(k["gops"]));
+    CheckTiming(k["time"]);
+  }
+  CHECK(seen == std::set<std::string>{"q8_0 1", "q8_0 2", "q4_0 1", "q4_0 2"});
+
+  // quant_block: each weight set at T = 1 and 128, on 1 and 2 threads, in ms and tokens/s.
+  seen.clear();
+  for (const json& b : report["block"]) {
+    CAPTURE(b.dump());
+    seen.insert(fmt::format("{} {} {}", b["set"].get<std::string>(), b["T"].get<int>(), b["threads"].get<int>()));
+    CHECK(Positive(b["ms"]));
+    CHECK(Positive(b["tokens_per_second"]));
+    CheckTiming(b["time"]);
+  }
+  CHECK(seen.size() == 12);
+  for (const char* set : {"q8_0", "q4_0", "mixed"}) {
+    for (int T : {1, 128}) {
+      for (int threads : {1, 2}) CHECK(seen.count(fmt::format("{} {} {}", set, T, threads)) == 1);
+    }
+  }
+
+  // The figure: written whole, one bar per decode kernel and thread count, nothing beside it.
+  const std::string drawn = ReadFile(svg);
+  CHECK(drawn.rfind("<svg", 0) == 0);
+  CHECK(drawn.find("</svg>") != std::string::npos);
+  size_t bars = 0;
+  for (size_t at = drawn.find("<rect x="); at != std::string::npos; at = drawn.find("<rect x=", at + 1)) ++bars;
+  CHECK(bars == 6);
+  CHECK(!std::filesystem::exists(svg + ".partial"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("bench 4 refuses an unwritable --plot and stage 3's --tokens before measuring") {
+  const auto nowhere = Workbook("bench 4 --solutions --plot /nonexistent/folder/x.svg");
+  CHECK(nowhere.status == 2);
+  CHECK(nowhere.err.find("--plot /nonexistent/folder/x.svg: cannot write there") != std::string::npos);
+  CHECK(nowhere.out.find("probing") == std::string::npos);  // no measurement began
+  const auto tokens = Workbook("bench 4 --solutions --tokens 16");
+  CHECK(tokens.status == 2);
+  CHECK(tokens.err.find("stage 4 measures T = 1 and T = 128") != std::string::npos);
+  CHECK(tokens.out.find("probing") == std::string::npos);
+}
