@@ -54,4 +54,22 @@ std::string ChildOutputText(const ChildOutcome& outcome) {
   return out + (!out.empty() && !err.empty() && out.back() != '\n' ? "\n" : "") + err;
 }
 
+void RecordRace(size_t differing, size_t total, std::string_view unit, const std::string& firstWhere,
+                CheckpointReport& checkpoint, CaseReport& report) {
+  const std::string race = fmt::format(
+      "Two runs of this case on the same inputs disagree at {} of {} {}, the first at {}: the result depends on "
+      "something besides the inputs. Usually two threads write the same elements (or one reads what another is "
+      "writing); it can also be state kept from one call to the next.",
+      differing, total, unit, firstWhere);
+  if (checkpoint.status == CheckStatus::kPass) {
+    checkpoint.status = CheckStatus::kFail;
+    checkpoint.failing = differing;
+    checkpoint.points = 0;
+    checkpoint.observation = race;
+  } else {
+    checkpoint.observation = checkpoint.observation.empty() ? race : checkpoint.observation + " " + race;
+  }
+  report.notes.push_back(race);
+}
+
 }  // namespace wb

@@ -11,6 +11,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../isolation/child_process.h"
@@ -34,6 +35,13 @@ struct CaseFindings {
 
 // Sets report.status, headline, notes and firstFailure from the findings and checkpoints.
 void Conclude(const CaseFindings& findings, CaseReport& report);
+
+// A kernel case whose two runs on the same inputs disagree in `differing` of `total` units
+// ("elements", "blocks"), the first at `firstWhere`: a race (or state kept between calls).
+// Fails `checkpoint` if it passed (with the race as its observation), else adds the race to
+// its observation, and adds it to the case's notes.
+void RecordRace(size_t differing, size_t total, std::string_view unit, const std::string& firstWhere,
+                CheckpointReport& checkpoint, CaseReport& report);
 
 // The status of a case stopped by a child that ended this way; nullopt when it returned.
 std::optional<CaseStatus> StatusOfEnding(ChildOutcome::Ending ending);

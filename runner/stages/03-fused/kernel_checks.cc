@@ -284,21 +284,7 @@ Expected<CaseReport> RunKernelCase(const CaseSpec& spec, const StageContext& con
   // A second run that differs is a race, whatever the first run got.
   const bool returned = outcome.ending == ChildOutcome::Ending::kReturned;
   if (const RunDifference diff = CompareRuns(got, again); returned && diff.count > 0 && !chain.allUnwritten) {
-    CheckpointReport& cp = chain.checkpoints.front();
-    const std::string race = fmt::format(
-        "Two runs of this case on the same inputs disagree at {} of {} elements, the first at {}: the result "
-        "depends on something besides the inputs. Usually two threads write the same elements (or one reads what "
-        "another is writing); it can also be state kept from one call to the next.",
-        diff.count, got.size(), Where(k, diff.first));
-    if (cp.status == CheckStatus::kPass) {
-      cp.status = CheckStatus::kFail;
-      cp.failing = diff.count;
-      cp.points = 0;
-      cp.observation = race;
-    } else {
-      cp.observation = cp.observation.empty() ? race : cp.observation + " " + race;
-    }
-    report.notes.push_back(race);
+    RecordRace(diff.count, got.size(), "elements", Where(k, diff.first), chain.checkpoints.front(), report);
   }
   report.checkpoints = std::move(chain.checkpoints);
 
