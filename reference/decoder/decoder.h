@@ -30,8 +30,14 @@
 //   norm2     the FFN's input norm                               T x hidden
 //   ffnOut    the dense or expert FFN, after the sandwich norm   T x hidden
 //   output    residual1 + ffnOut: the next layer's x             T x hidden
+// and, per layer, the routing of every row (K expert ids in the order chosen and their
+// weights; empty on dense layers), and the final norm of the rows with logits.
 // The logits are computed from the last layer's output, so a trace's logits are exactly
 // RunDecoder's. Every buffer is held at once: meant for toy models, not real ones.
+//
+// Both are the steps of layer_steps.h chained. The overload with DecoderOptions
+// (decoder_options.h) emulates a KV cache's stored rows and computes a misconception's
+// variant; with default options it is the trace without them, bit for bit.
 #pragma once
 
 #include <span>
@@ -43,6 +49,8 @@
 #include "model/config/weight_source.h"
 #include "reference/block/block.h"
 #include "reference/block/block_shape.h"
+#include "reference/decoder/decoder_options.h"
+#include "reference/decoder/expert_routing.h"
 
 namespace ref {
 
@@ -73,6 +81,8 @@ struct DecoderTrace {
   BlockShape shape;                  // the config's sizes, for CheckpointWidth
   std::vector<double> embeddings;    // T x hidden: layer 0's x (Gemma's √H applied)
   std::vector<LayerBuffers> layers;  // config.layerCount() entries
+  std::vector<ExpertRouting> routing;  // config.layerCount() entries: T x K, empty on dense layers
+  std::vector<double> finalNorm;     // logits.rows x hidden: the final norm of the logits' rows
   DecoderLogits logits;              // of the positions asked for
 
   std::span<const double> Buffer(int layer, Checkpoint c) const { return layers[layer][Index(c)]; }
@@ -80,6 +90,10 @@ struct DecoderTrace {
 
 wb::Expected<DecoderTrace> RunDecoderTrace(const wb::model::ModelConfig& config, const wb::model::ModelWeights& weights,
                                            std::span<const int> tokens, LogitPositions positions = LogitPositions::kAll);
+
+wb::Expected<DecoderTrace> RunDecoderTrace(const wb::model::ModelConfig& config, const wb::model::ModelWeights& weights,
+                                           std::span<const int> tokens, LogitPositions positions,
+                                           const DecoderOptions& options);
 
 // BindWeights(source.config(), source), then RunDecoderTrace.
 wb::Expected<DecoderTrace> RunDecoderTrace(const wb::model::WeightSource& source, std::span<const int> tokens,

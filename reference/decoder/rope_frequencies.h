@@ -1,30 +1,12 @@
-// Per-pair RoPE frequencies of a ModelConfig's Rope, in float64 (transformers'
-// src/transformers/modeling_rope_utils.py).
-//
-// Contract: RopeFrequencies(rope, headDim) returns inverse frequencies for the headDim/2
-// pairs and the factor cos and sin are multiplied by:
-//   default  inv_i = θ^(-2i/d)                                 (_compute_default_rope_parameters)
-//   linear   inv_i / factor                                    (_compute_linear_scaling_...)
-//   llama3   by wavelength 2π/inv_i: below L0/hff kept, above L0/lff divided by factor, in
-//            between (1 - s)·inv/factor + s·inv with s = (L0/wavelen - lff)/(hff - lff)
-//            (_compute_llama3_parameters); or, from a GGUF, inv_i / rope_freqs[i]
-//   yarn     inv_i/factor·r_i + inv_i·(1 - r_i), r_i = clamp((i - low)/(high - low), 0, 1),
-//            low/high = floor/ceil of d·ln(L0/(2π·β))/(2·ln θ) for β = beta_fast/beta_slow,
-//            clamped to [0, d - 1]; cos/sin times rope.attentionFactor (_compute_yarn_...)
-// with d = headDim, all in double (transformers computes them in f32; see families.md).
+// The reference decoder's RoPE frequencies are the model library's (model/config/
+// rope_frequencies.h): the reference and the stage-5 decoder read one table.
 #pragma once
 
-#include <vector>
-
-#include "model/config/config.h"
+#include "model/config/rope_frequencies.h"
 
 namespace ref {
 
-struct RopeFrequencies {
-  std::vector<double> inverse;   // headDim / 2 entries
-  double attentionFactor = 1.0;  // multiplies cos and sin
-};
-
-RopeFrequencies ComputeRopeFrequencies(const wb::model::Rope& rope, int headDim);
+using wb::model::ComputeRopeFrequencies;
+using wb::model::RopeFrequencies;
 
 }  // namespace ref

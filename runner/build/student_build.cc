@@ -199,6 +199,12 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   key = HashText(libraryBytes, key);
   if (thinArchive) key = HashFolder(libraryObjects, key);
   key = HashFolder(contracts, key);
+  std::vector<std::string> folders;  // the source folders the code may include from
+  for (const std::string& folder : setup.sourceFolders) {
+    folders.push_back((fsys::path(setup.sourceRoot) / folder).lexically_normal().string());
+    key = HashFolder(folders.back(), key);
+  }
+  for (const auto& arg : setup.linkArgs) key = HashText(arg, key);
   // The prelude's two files, when this build has them: a .gch that is missing or out of
   // date is not an error, since GCC then reads the header itself.
   std::vector<std::string> preludeFiles;  // the header first, then its .gch
@@ -248,10 +254,14 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   // so a file that defines `main` or any of the harness's own symbols is a link error
   // ("multiple definition"), never a silent replacement of the harness.
   const std::string dependencies = work + "/harness.d";
-  argv.insert(argv.end(), {"-MD", "-MF", dependencies, "-I", contracts.string(), sourcePath.string(),
-                           "-Wl,--whole-archive", library.string(), "-Wl,--no-whole-archive", "-o", output});
+  argv.insert(argv.end(), {"-MD", "-MF", dependencies, "-I", contracts.string()});
+  if (!folders.empty()) argv.insert(argv.end(), {"-I", setup.sourceRoot});
+  argv.insert(argv.end(), {sourcePath.string(), "-Wl,--whole-archive", library.string(), "-Wl,--no-whole-archive"});
+  argv.insert(argv.end(), setup.linkArgs.begin(), setup.linkArgs.end());
+  argv.insert(argv.end(), {"-o", output});
   CompilerView view;
   view.readOnly = {sourcePath.parent_path().string(), contracts.string(), library.string()};
+  view.readOnly.insert(view.readOnly.end(), folders.begin(), folders.end());
   if (thinArchive) view.readOnly.push_back(libraryObjects.string());
   view.readOnly.insert(view.readOnly.end(), preludeFiles.begin(), preludeFiles.end());
   view.writable = work;

@@ -25,6 +25,13 @@ struct CompilerSetup {
   // (PRELUDE.gch) beside it; "" for none. It only speeds the compile up.
   std::string prelude;
   double wallSeconds = 60;  // the compiler's time limit
+  // Folders of the workbook's sources the stage's code includes headers from ("model" for
+  // "model/config/config.h"), under sourceRoot, which is given to the compiler with -I; the
+  // compiler sees only these folders of the tree. And what the link needs besides the
+  // harness library ("-lfmt").
+  std::string sourceRoot;
+  std::vector<std::string> sourceFolders;
+  std::vector<std::string> linkArgs;
 };
 
 struct StudentBinary {

@@ -97,6 +97,31 @@ Status ReadKernelFields(const json& c, const std::string& named, const StageInfo
   return Status::Ok();
 }
 
+// A stage with models (stage 5): the model, its format, the cache's row type and page size,
+// and threads. "model" and "format" are required; the rest have defaults.
+Status ReadModelFields(const json& c, const std::string& named, const StageInfo& stage, CaseSpec& spec) {
+  auto one_of = [&](const char* key, const std::vector<std::string>& allowed, bool required,
+                    std::string& into) -> Status {
+    std::string names;
+    for (const auto& n : allowed) names += (names.empty() ? "\"" : ", \"") + n + "\"";
+    if (!c.contains(key)) {
+      if (!required) return Status::Ok();
+      return BadData(fmt::format("{}: a case of stage {} needs \"{}\": one of {}", named, stage.number, key, names));
+    }
+    if (!c[key].is_string() || std::find(allowed.begin(), allowed.end(), c[key].get<std::string>()) == allowed.end()) {
+      return BadData(fmt::format("{}.{} must be one of {}", named, key, names));
+    }
+    into = c[key].get<std::string>();
+    return Status::Ok();
+  };
+  if (auto read = one_of("model", stage.models, true, spec.model); !read.ok()) return read;
+  if (auto read = one_of("format", {"gguf", "hf"}, true, spec.format); !read.ok()) return read;
+  spec.cache = "f32";
+  if (auto read = one_of("cache", stage.cacheTypes, false, spec.cache); !read.ok()) return read;
+  if (auto read = ReadCount(c, named, "page_size", kMaxCaseTokens, spec.pageSize); !read.ok()) return read;
+  return ReadCount(c, named, "threads", kMaxCaseThreads, spec.threads);
+}
+
 }  // namespace
 
 int CaseSpec::Tokens() const {
@@ -144,13 +169,18 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
       static const std::set<std::string> kKnown = {"name", "T", "steps", "seed", "x_scale", "w_scale",
                                                    "hidden", "slow", "points", "description"};
       static const std::set<std::string> kKernelStage = {"threads", "kernel", "out", "in", "accumulate"};
-      const bool known = kKnown.count(key) || (kKernelStage.count(key) && !stage->kernels.empty()) ||
-                         (key == "weights" && !stage->weightSets.empty());
+      static const std::set<std::string> kModelStage = {"model", "format", "cache", "page_size", "threads"};
+      const bool modelStage = !stage->models.empty();
+      const bool known = (kKnown.count(key) && !(modelStage && (key == "x_scale" || key == "w_scale"))) ||
+                         (kKernelStage.count(key) && !stage->kernels.empty()) ||
+                         (key == "weights" && !stage->weightSets.empty()) || (kModelStage.count(key) && modelStage);
       if (!known) {
-        return fail(fmt::format("{}: unknown field '{}' (expected name, T or steps, seed, x_scale, w_scale, "
-                                "hidden, slow, points, description{}{})", at, key,
+        return fail(fmt::format("{}: unknown field '{}' (expected name, T or steps, seed, {}"
+                                "hidden, slow, points, description{}{}{})", at, key,
+                                modelStage ? "" : "x_scale, w_scale, ",
                                 stage->kernels.empty() ? "" : ", threads, kernel, out, in, accumulate",
-                                stage->weightSets.empty() ? "" : ", weights"));
+                                stage->weightSets.empty() ? "" : ", weights",
+                                modelStage ? ", model, format, cache, page_size, threads" : ""));
       }
     }
     CaseSpec spec;
@@ -219,7 +249,11 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
       if (!c["slow"].is_boolean()) return fail(fmt::format("{}.slow must be true or false", named));
       spec.slow = c["slow"].get<bool>();
     }
-    if (auto kernel = ReadKernelFields(c, named, *stage, spec); !kernel.ok()) return fail(kernel.error().message);
+    if (!stage->models.empty()) {
+      if (auto read = ReadModelFields(c, named, *stage, spec); !read.ok()) return fail(read.error().message);
+    } else if (auto kernel = ReadKernelFields(c, named, *stage, spec); !kernel.ok()) {
+      return fail(kernel.error().message);
+    }
     if (c.contains("description") && !c["description"].is_string()) {
       return fail(fmt::format("{}.description must be text", named));
     }

@@ -23,6 +23,11 @@
 // A stage whose row lists weight_sets (stage 4) takes, in a block case (required),
 //               "weights": "q8_0"                    one of the row's weight_sets
 // and in a case of a kernel whose fields list "weights" (required), "q8_0" or "q4_0".
+// A stage whose row lists models (stage 5) takes, instead of x_scale and w_scale,
+//               "model": "qwen3", "format": "gguf",  one of the row's models, "gguf" or "hf"
+//               "cache": "int8",                     optional: one of its cache_types (f32)
+//               "page_size": 4,                      optional: positions per cache page (16)
+//               "threads": 2                         optional (1)
 //
 // Contract: LoadCaseFile accepts exactly this, for a stage of the table; anything else is
 // a BadData error naming the file and the field ("cases[2].T"), including unknown fields,
@@ -58,6 +63,13 @@ struct CaseSpec {
   int in = 0;
   bool accumulate = false;
   std::string weights;      // stage 4: the weight set ("q8_0", "q4_0", "mixed"), or W's type
+  // A stage with models (stage 5): the toy model (data/models/NAME/), or the path given by
+  // `check --model`; its format ("gguf" or "hf"); the cache's rows ("f32", "f16", "int8");
+  // positions per page of the cache.
+  std::string model;
+  std::string format;
+  std::string cache;
+  int pageSize = 16;
 
   int Tokens() const;       // T, or the sum of steps
 };

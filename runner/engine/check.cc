@@ -40,6 +40,22 @@ WorkbookPaths DefaultPaths() {
   return paths;
 }
 
+namespace {
+
+// The non-empty items of a list the build wrote as one string.
+std::vector<std::string> SplitList(std::string_view text, char separator) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(separator, start), text.size());
+    if (end > start) items.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return items;
+}
+
+}  // namespace
+
 Expected<Implementation> PrepareImplementation(const CheckOptions& o, const StageInfo& stage, const StageBuild& build,
                                                const WorkbookPaths& paths) {
   Implementation impl;
@@ -70,6 +86,9 @@ Expected<Implementation> PrepareImplementation(const CheckOptions& o, const Stag
   setup.cacheDir = paths.Build("student");
   setup.prelude = build.studentPrelude;
   setup.wallSeconds = o.compileSeconds;
+  setup.sourceRoot = paths.Source("");
+  for (const std::string& folder : SplitList(build.childFolders, ',')) setup.sourceFolders.push_back(folder);
+  setup.linkArgs = SplitList(build.childLinkArgs, ' ');
   // One cached build per stage, per tree and per harness (the check's or the bench's), so
   // graders can check many trees at once and a bench does not undo a check's build.
   const std::string tree = fsys::absolute(stagesDir).lexically_normal().string();

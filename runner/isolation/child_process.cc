@@ -99,6 +99,7 @@ struct ChildSetup {
   double wallSeconds = 0;
   uint64_t addressSpaceBytes = 0;  // 0: none before exec
   pid_t runner = 0;
+  std::vector<std::string> readable;  // ChildLimits::readablePaths
 };
 
 // A step before exec failed: the runner reads why from the close-on-exec pipe, so it never
@@ -137,6 +138,7 @@ struct ChildSetup {
   for (int fd = kExecReportFd + 1; fd < 1024; ++fd) close(fd);
   FilesystemView view = SystemView();
   view.readOnly.push_back(setup.harness);
+  view.readOnly.insert(view.readOnly.end(), setup.readable.begin(), setup.readable.end());
   if (const char* failed = ApplySandbox(sandbox, view, setup.scratch, SignalPolicy::kSignalOwnGroupOnly, setup.runner)) {
     Refuse(failed);
   }
@@ -323,6 +325,7 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
   ChildSetup setup;
   setup.harness = privateCopy->path();
   setup.scratch = privateCopy->scratch();
+  setup.readable = limits.readablePaths;
   setup.fdArgument = std::to_string(kRegionFd);
   setup.environment = ChildEnvironment();
   setup.wallSeconds = limits.wallSeconds;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "../../common/expected.h"
 #include "shared_layout.h"
@@ -22,6 +23,9 @@ struct ChildLimits {
   uint64_t memoryBytes = 0;         // address-space limit beyond the shared region; 0: none
   size_t keepOutputBytes = 4096;    // kept from each end of stdout and of stderr
   uint64_t outputLimitBytes = 1 << 20;  // more than this, stdout and stderr together, fails the case
+  // Files and folders the child may read besides the system's (absolute paths; stage 5's
+  // model), visible read-only at the same path in its view.
+  std::vector<std::string> readablePaths;
 };
 
 // A stream the child wrote, trimmed to its head and tail.

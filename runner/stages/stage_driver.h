@@ -79,6 +79,11 @@ struct StageBuild {
   const char* benchHarnessLibrary = "";  // linked with a student's stage file for `bench`; "": none
   const char* solutionBench = "";        // the solution's prebuilt bench child
   const char* studentPrelude = "";  // the standard headers, precompiled beside it (.gch)
+  // Source folders (comma-separated, under the workbook root) whose headers the stage's code
+  // includes besides contracts/, and what a child is linked with besides the harness library
+  // (space-separated); "" for none (runner/stages/NN-name/child/meson.build sets them).
+  const char* childFolders = "";
+  const char* childLinkArgs = "";
   std::unique_ptr<StageDriver> (*makeDriver)() = nullptr;
 };
 

@@ -16,6 +16,8 @@ using nlohmann::json;
 
 constexpr const char* kCheckpointField = "{checkpoint}";
 constexpr const char* kCallField = "{call}";
+// How a checkpoint of one layer is named inside a call's name: "layer1.q" (stage 5).
+constexpr const char* kLayerPrefix = "layer";
 
 void ReplaceAll(std::string& text, const std::string& field, const std::string& value) {
   for (size_t at = text.find(field); at != std::string::npos; at = text.find(field, at + value.size())) {
@@ -58,6 +60,14 @@ const KernelInfo* StageInfo::FindKernel(const std::string& name) const {
   return nullptr;
 }
 
+std::string StageInfo::Reported(const std::string& name, int call, int layer) const {
+  return Reported(fmt::format("{}{}.{}", kLayerPrefix, layer, name), call);
+}
+
+bool StageInfo::PerLayer(const std::string& name) const {
+  return std::find(layerCheckpoints.begin(), layerCheckpoints.end(), name) != layerCheckpoints.end();
+}
+
 std::optional<std::string> StageInfo::BaseName(const std::string& reported) const {
   if (FindKernel(reported) != nullptr) return reported;
   for (const auto& name : caseCheckpoints) {
@@ -67,6 +77,21 @@ std::optional<std::string> StageInfo::BaseName(const std::string& reported) cons
     std::string pattern = reportedAs;
     ReplaceAll(pattern, kCheckpointField, name);
     if (MatchesCallPattern(reported, pattern)) return name;
+    if (!PerLayer(name)) continue;
+    // "step2.layer10.q": the call pattern with the layer's prefix before the name.
+    const size_t dot = reported.rfind('.');
+    if (dot == std::string::npos || reported.compare(dot + 1, std::string::npos, name) != 0) continue;
+    const size_t layerAt = reported.rfind('.', dot - 1);
+    const size_t start = layerAt == std::string::npos ? 0 : layerAt + 1;
+    const std::string layer = reported.substr(start, dot - start);
+    const std::string digits = layer.substr(std::min(layer.size(), std::string(kLayerPrefix).size()));
+    if (layer.rfind(kLayerPrefix, 0) != 0 || digits.empty() ||
+        !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); })) {
+      continue;
+    }
+    std::string withoutLayer = reported;
+    withoutLayer.erase(start, dot + 1 - start);
+    if (MatchesCallPattern(withoutLayer, pattern)) return name;
   }
   return std::nullopt;
 }
@@ -121,7 +146,8 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
     static const std::set<std::string> kKnown = {
         "number", "dir", "file", "function", "title", "lesson", "visible", "hidden_example", "case_length",
         "kernels", "checkpoints", "case_checkpoints", "reported_as", "compile_flags", "bench", "planted",
-        "planted_timeout", "hints", "guards", "available", "weight_sets"};
+        "planted_timeout", "hints", "guards", "available", "weight_sets", "models", "cache_types",
+        "layer_checkpoints"};
     for (const auto& [key, value] : s.items()) {
       if (!kKnown.count(key)) return fail(fmt::format("{}: unknown field '{}'", at, key));
     }
@@ -155,7 +181,9 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
     }
     for (const auto& [key, into] : std::initializer_list<std::pair<const char*, std::vector<std::string>*>>{
              {"checkpoints", &info.checkpoints}, {"case_checkpoints", &info.caseCheckpoints},
-             {"compile_flags", &info.compileFlags}, {"weight_sets", &info.weightSets}}) {
+             {"compile_flags", &info.compileFlags}, {"weight_sets", &info.weightSets},
+             {"models", &info.models}, {"cache_types", &info.cacheTypes},
+             {"layer_checkpoints", &info.layerCheckpoints}}) {
       if (auto read = names_of(key, *into); !read.ok()) return read.error();
     }
     if (s.contains("kernels")) {
@@ -196,6 +224,14 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
     if (s.contains("available")) {
       if (!s["available"].is_boolean()) return fail(fmt::format("{}.available must be true or false", at));
       info.available = s["available"].get<bool>();
+    }
+    for (const auto& name : info.layerCheckpoints) {
+      if (std::find(info.checkpoints.begin(), info.checkpoints.end(), name) == info.checkpoints.end()) {
+        return fail(fmt::format("{}.layer_checkpoints lists '{}', which is not one of its checkpoints", at, name));
+      }
+    }
+    if (!info.models.empty() && info.caseLength != CaseLength::kSteps) {
+      return fail(fmt::format("{}: a stage with models has case_length \"steps\"", at));
     }
     const std::vector<std::string> all = info.AllCheckpoints();
     if (s.contains("hints")) {

@@ -68,6 +68,14 @@ struct StageInfo {
   // "weights" (stage 4: "q8_0", "q4_0", "mixed"); a kernel whose fields list "weights" takes
   // the single-type ones of them.
   std::vector<std::string> weightSets;
+  // models (optional): the toy models a case may choose with "model" (stage 5: the eight
+  // families, data/models/NAME/), each in either format ("format": "gguf" or "hf");
+  // cache_types: what "cache" may say ("f32", "f16", "int8"); layer_checkpoints: the per-call
+  // checkpoints that every layer has, reported as "layer{L}.{checkpoint}" in the call's name
+  // ("step2.layer1.q").
+  std::vector<std::string> models;
+  std::vector<std::string> cacheTypes;
+  std::vector<std::string> layerCheckpoints;
   std::string bench;     // what the benchmark measures; "" when there is none
   std::string planted;   // folder of .bug files, relative to the workbook root
   int plantedTimeout = 120;
@@ -76,8 +84,11 @@ struct StageInfo {
   std::map<std::string, std::vector<std::string>> guards;
   bool available = false;
 
-  // The reported name of checkpoint `name` in call `call` (1-based).
+  // The reported name of checkpoint `name` in call `call` (1-based), and of a per-layer one
+  // in layer `layer` (0-based) of that call.
   std::string Reported(const std::string& name, int call) const;
+  std::string Reported(const std::string& name, int call, int layer) const;
+  bool PerLayer(const std::string& name) const;  // one of layer_checkpoints
   // The table's name of a reported checkpoint ("step2.attnOut" -> "attnOut"); nullopt when
   // it is none of this stage's.
   std::optional<std::string> BaseName(const std::string& reported) const;

@@ -1,17 +1,12 @@
-#include "reference/decoder/rope_frequencies.h"
+#include "model/config/rope_frequencies.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 
-#include "reference/block/ops.h"
-
-namespace ref {
+namespace wb::model {
 
 namespace {
-
-using wb::model::Rope;
-using wb::model::RopeScaling;
 
 constexpr double kTwoPi = 2.0 * std::numbers::pi;
 
@@ -53,6 +48,12 @@ void ApplyYarn(const Rope& r, int dim, std::vector<double>& inverse) {
 
 }  // namespace
 
+std::vector<double> DefaultInverseFrequencies(int headDim, double base) {
+  std::vector<double> inverse(headDim / 2);
+  for (int f = 0; f < headDim / 2; ++f) inverse[f] = std::pow(base, -2.0 * f / headDim);
+  return inverse;
+}
+
 RopeFrequencies ComputeRopeFrequencies(const Rope& rope, int headDim) {
   RopeFrequencies out;
   out.inverse = DefaultInverseFrequencies(headDim, rope.theta);
@@ -74,4 +75,4 @@ RopeFrequencies ComputeRopeFrequencies(const Rope& rope, int headDim) {
   return out;
 }
 
-}  // namespace ref
+}  // namespace wb::model

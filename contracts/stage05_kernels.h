@@ -1,0 +1,35 @@
+// Stage 5's provided matrix kernels: products with a model's weights, whatever type the file
+// stores them in. Provided code: call it, do not write it (its source is
+// runner/stages/05-decoder/child/weight_kernels.cc).
+//
+// A WeightMatrix (model/config/weight_source.h) is a view of rows x cols values of one
+// stored tensor. The kernels dispatch on its type:
+//   F32          stage 3's matmul (contracts/stage03_fused.h);
+//   Q8_0, Q4_0   the input rows quantized by stage 4's quantize_q8_0, then its matmul_q
+//                (contracts/stage04_quant.h): the result is that of the quantized product;
+//   any other    (F16, BF16, the K-quants, ...) each weight row dequantized a slice at a time
+//                into float, exactly as ggml dequantizes it, and dotted with the input rows.
+// By default the stage-3 and stage-4 kernels are the workbook's solutions; with
+// `./workbook check 5 --kernels mine` they are yours. The dispatch itself allocates nothing;
+// the kernels it calls must not either, for a decode step to allocate nothing.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "accumulate.h"
+#include "model/config/weight_source.h"
+#include "model/switches.h"
+
+// y (rows x W.rows) = x (rows x W.cols) · W^T, or y += that with Accumulate::kAdd.
+void weight_matmul(const wb::model::WeightMatrix& W, int rows, const float* x, float* y, Accumulate mode,
+                   int threads);
+
+// y (rows x gate.rows) = act(x · gate^T) ⊙ (x · up^T), element by element, with act SiLU
+// (x·sigmoid(x)) or GELU-tanh (0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))). gate and up have the
+// same shape.
+void weight_matmul_gated(const wb::model::WeightMatrix& gate, const wb::model::WeightMatrix& up,
+                         wb::model::Activation act, int rows, const float* x, float* y, int threads);
+
+// out (ids.size() x W.cols) = the rows ids of W as float: an embedding lookup.
+void weight_rows(const wb::model::WeightMatrix& W, std::span<const int32_t> ids, float* out);

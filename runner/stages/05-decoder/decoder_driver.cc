@@ -1,0 +1,80 @@
+// Stage 5's driver: one case = a model, a prefill and decode steps over one paged KV cache.
+//
+// Contract: RunCase prepares the case (decoder_case.h: the model opened by the runner, the
+// tokens, the page table, the reference of the whole sequence), runs every call in one child
+// (decoder_child.h), then checks every call's checkpoints in one chain (decoder_checks.h) and
+// the allocations of the decode steps. A child that crashes, hangs or exits ends the case;
+// the calls it returned from are checked, the one it stopped in shows what it wrote, and
+// the later ones are reported as not reached.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "decoder_case.h"
+#include "decoder_checks.h"
+#include "decoder_child.h"
+#include "runner/engine/case_verdict.h"
+#include "runner/engine/crash_description.h"
+
+namespace wb::stage05 {
+namespace {
+
+using L = DecoderCall;
+
+std::string Parameters(const CaseSpec& spec, const DecoderCase& data) {
+  std::string steps;
+  for (int n : spec.steps) steps += (steps.empty() ? "" : "+") + std::to_string(n);
+  return fmt::format("{}, steps {}, {} cache, page size {}, seed {}{}", data.modelLabel, steps, spec.cache,
+                     spec.pageSize, spec.seed, spec.threads > 1 ? fmt::format(", {} threads", spec.threads) : "");
+}
+
+class DecoderDriver final : public StageDriver {
+ public:
+  Status Prepare(const StageContext& context) override {
+    (void)context;
+    return Status::Ok();
+  }
+
+  // The whole case runs in one child: 20 s, more for long sequences.
+  double DefaultTimeLimit(const CaseSpec& spec) const override { return std::max(20.0, 0.05 * spec.Tokens()); }
+
+  Expected<CaseReport> RunCase(const CaseSpec& spec, const StageContext& context) const override {
+    auto prepared = PrepareDecoderCase(spec, context.paths);
+    if (!prepared) return prepared.error();
+    const DecoderCase& data = *prepared;
+    CaseReport report;
+    report.parameters = Parameters(spec, data);
+    auto ran = RunCallsInChild(data, spec.threads, context);
+    if (!ran) return ran.error();
+    ChildRun& run = *ran;
+    report.callSeconds = run.outcome.callSeconds;
+    report.childOutput = ChildOutputText(run.outcome);
+
+    ChainResult checks = CheckDecoderCase(data, run, *context.stage, spec.points);
+    report.checkpoints = std::move(checks.checkpoints);
+    if (data.calls.size() > 1) report.checkpoints.push_back(CheckAllocations(data, run, spec.points));
+
+    std::vector<uint32_t> outputs;
+    for (uint32_t b = L::kEmbedding; b < L::kBufferCount; ++b) outputs.push_back(b);
+    CaseFindings findings = FindingsOfChild(run.outcome, run.region, context.stage->function, run.limits, outputs,
+                                            checks.allUnwritten);
+    if (findings.stop) {
+      const int call = std::min<int>(run.callsReturned, static_cast<int>(data.calls.size()) - 1);
+      findings.stop->headline = fmt::format("{}, step {}: {}", data.modelLabel, call + 1, findings.stop->headline);
+    }
+    Conclude(findings, report);
+    if (report.firstFailure && !findings.stop) {
+      report.notes.insert(report.notes.begin(), fmt::format("model: {}", data.modelLabel));
+    }
+    return report;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<StageDriver> MakeDriver() { return std::make_unique<DecoderDriver>(); }
+
+}  // namespace wb::stage05
