@@ -205,6 +205,14 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
     key = HashFolder(folders.back(), key);
   }
   for (const auto& arg : setup.linkArgs) key = HashText(arg, key);
+  std::vector<std::string> extras;  // absolute paths of the extra sources
+  for (const std::string& extra : setup.extraSources) {
+    const fsys::path path = fsys::weakly_canonical(fsys::absolute(extra), ec);
+    if (ec || !fsys::is_regular_file(path)) return BadUsage(fmt::format("{}: no such stage file", extra));
+    extras.push_back(path.string());
+    key = HashText(path.string(), key);
+    key = HashFolder(path.parent_path(), key);
+  }
   // The prelude's two files, when this build has them: a .gch that is missing or out of
   // date is not an error, since GCC then reads the header itself.
   std::vector<std::string> preludeFiles;  // the header first, then its .gch
@@ -256,12 +264,15 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   const std::string dependencies = work + "/harness.d";
   argv.insert(argv.end(), {"-MD", "-MF", dependencies, "-I", contracts.string()});
   if (!folders.empty()) argv.insert(argv.end(), {"-I", setup.sourceRoot});
+  // The extra sources first: the dependency record GCC writes is the last file's, the stage's own.
+  argv.insert(argv.end(), extras.begin(), extras.end());
   argv.insert(argv.end(), {sourcePath.string(), "-Wl,--whole-archive", library.string(), "-Wl,--no-whole-archive"});
   argv.insert(argv.end(), setup.linkArgs.begin(), setup.linkArgs.end());
   argv.insert(argv.end(), {"-o", output});
   CompilerView view;
   view.readOnly = {sourcePath.parent_path().string(), contracts.string(), library.string()};
   view.readOnly.insert(view.readOnly.end(), folders.begin(), folders.end());
+  for (const std::string& extra : extras) view.readOnly.push_back(fsys::path(extra).parent_path().string());
   if (thinArchive) view.readOnly.push_back(libraryObjects.string());
   view.readOnly.insert(view.readOnly.end(), preludeFiles.begin(), preludeFiles.end());
   view.writable = work;

@@ -32,6 +32,9 @@ struct CompilerSetup {
   std::string sourceRoot;
   std::vector<std::string> sourceFolders;
   std::vector<std::string> linkArgs;
+  // Other stage files compiled into the same child before the stage's own (stage 5's
+  // --kernels mine: the student's stage-3 and stage-4 files); each one's folder is visible.
+  std::vector<std::string> extraSources;
 };
 
 struct StudentBinary {

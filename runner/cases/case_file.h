@@ -70,6 +70,7 @@ struct CaseSpec {
   std::string format;
   std::string cache;
   int pageSize = 16;
+  std::vector<int> tokens;  // `check --model --tokens`: the prompt's ids ("": from the seed)
 
   int Tokens() const;       // T, or the sum of steps
 };

@@ -30,6 +30,15 @@ Command AddCheckCommand(CLI::App& app) {
   c->add_flag("--verbose", o->verbose,
               "Text report: every buffer in full, including those off only because of an earlier one");
   c->add_option("--stages-dir", o->check.stagesDir, "Check the stage file of another stages/ tree");
+  c->add_option("--model", o->check.modelPath,
+                "Stage 5: check on this GGUF file or Hugging Face folder instead of the toy models");
+  c->add_option("--tokens", o->check.tokens, "Stage 5 with --model: the prompt's token ids (default: 8 from a seed)")
+      ->delimiter(',');
+  c->add_option("--steps", o->check.decodeSteps, "Stage 5 with --model: decode steps after the prompt (default 3)");
+  c->add_option("--kernels", o->check.kernels,
+                "Stage 5: the matrix kernels under your decoder, solutions (default) or mine (your stage-3 and "
+                "stage-4 files)");
+  c->add_option("--cache", o->check.cache, "Stage 5 with --model: the cache's rows, f32, f16 or int8 (default f32)");
   c->add_option("--harness", o->check.harness, "Run a prebuilt child executable (used by the workbook's tests)");
   c->add_option("--weights", o->check.weightsPath, "Use another packed weight file");
   c->add_option("--compile-time-limit", o->check.compileSeconds, "Seconds the compiler may take (default 60)")

@@ -10,6 +10,7 @@
 // reference to compile; this executable hands those two commands over to it unchanged.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "runner/stages/stage_driver.h"
 
 #include "command.h"
 
@@ -33,18 +36,48 @@ bool IsModelCommand(std::string_view name) {
   return false;
 }
 
-// Replaces this process with workbook-models, same arguments; returns only on failure.
-int HandOverToModelTools(char** argv) {
+// Replaces this process with `program`, the executable beside this one that has the command
+// (built on its first use as ninja's `target`), same arguments; returns only on failure.
+int HandOver(char** argv, const char* program, const char* target) {
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const std::filesystem::path tools = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "workbook-models";
-  ::execv(tools.c_str(), argv);
+  const std::filesystem::path other = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / program;
+  ::execv(other.c_str(), argv);
   if (errno == ENOENT) {
     return ReportUsageError(fmt::format("`{}` needs {}, which is built on first use: run it as ./workbook {} "
-                                        "(the launcher builds it), or build it with `ninja -C {} workbook-models`",
-                                        argv[1], tools.string(), argv[1], tools.parent_path().string()));
+                                        "(the launcher builds it), or build it with `ninja -C {} {}`",
+                                        argv[1], other.string(), argv[1], other.parent_path().string(), target));
   }
-  return ReportError(SystemError(fmt::format("cannot run {}: {}", tools.string(), std::strerror(errno))));
+  return ReportError(SystemError(fmt::format("cannot run {}: {}", other.string(), std::strerror(errno))));
+}
+
+// The stage a stage command names (its first argument made of digits), or 0.
+int StageArgument(int argc, char** argv) {
+  static constexpr std::string_view kStageCommands[] = {"check", "watch", "hint", "bench"};
+  if (argc < 3 || std::find(std::begin(kStageCommands), std::end(kStageCommands), argv[1]) == std::end(kStageCommands)) {
+    return 0;
+  }
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (!arg.empty() && arg.size() < 4 && std::all_of(arg.begin(), arg.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return std::stoi(std::string(arg));
+    }
+  }
+  return 0;
+}
+
+// Whether this is `workbook` asked about a heavy stage, which workbook-decoder has; or asked
+// for `list` of every stage when workbook-decoder has been built (it lists them all).
+bool IsHeavyStageCommand(int argc, char** argv) {
+  if (!wb::HeavyStageBuilds().empty()) return false;  // this is workbook-decoder
+  if (argc > 1 && std::string_view(argv[1]) == "list") {
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return !ec && !wb::HeavyStageNumbers().empty() && std::filesystem::exists(self.parent_path() / "workbook-decoder");
+  }
+  const int stage = StageArgument(argc, argv);
+  const auto heavy = wb::HeavyStageNumbers();
+  return stage > 0 && std::find(heavy.begin(), heavy.end(), stage) != heavy.end();
 }
 
 // The model commands in this executable's help, with workbook-models' own summaries.
@@ -58,7 +91,8 @@ void ListModelCommands(CLI::App& app) {
 
 int main(int argc, char** argv) {
   using namespace wb::cli;
-  if (argc > 1 && IsModelCommand(argv[1])) return HandOverToModelTools(argv);
+  if (argc > 1 && IsModelCommand(argv[1])) return HandOver(argv, "workbook-models", "workbook-models");
+  if (IsHeavyStageCommand(argc, argv)) return HandOver(argv, "workbook-decoder", "decoder-ready");
   CLI::App app{"Decoder Workbook: build an LLM decoder one stage at a time.", "workbook"};
   app.require_subcommand(1);
   std::vector<Command> commands = {

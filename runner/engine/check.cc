@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "../../common/fnv1a.h"
 #include "../build/student_build.h"
@@ -54,6 +55,39 @@ std::vector<std::string> SplitList(std::string_view text, char separator) {
   return items;
 }
 
+// `check 5 --model PATH`: one case on the user's model, a prefill of the given tokens (or 8
+// from the seed) and the decode steps asked for.
+Expected<CaseFile> ModelCase(const CheckOptions& o, const StageInfo& stage) {
+  if (stage.models.empty()) {
+    return BadUsage(fmt::format("--model is for a stage that runs whole models (stage 5); stage {} checks {} on its "
+                                "own data", stage.number, stage.function));
+  }
+  if (!o.casesPath.empty()) return BadUsage("--model and --cases are two ways to choose cases: give one of them");
+  std::error_code ec;
+  const fsys::path path = fsys::absolute(o.modelPath, ec).lexically_normal();
+  if (ec || !fsys::exists(path, ec)) return BadUsage(fmt::format("{}: no such model file or folder", o.modelPath));
+  if (o.decodeSteps < 0 || o.decodeSteps > 64) return BadUsage("--steps must be 0 to 64 decode steps");
+  if (std::find(stage.cacheTypes.begin(), stage.cacheTypes.end(), o.cache) == stage.cacheTypes.end()) {
+    return BadUsage(fmt::format("--cache must be one of {}", fmt::join(stage.cacheTypes, ", ")));
+  }
+  CaseFile file;
+  file.path = path.string();
+  file.stage = stage.number;
+  CaseSpec spec;
+  spec.name = path.filename().string();
+  spec.model = path.string();  // a path: the driver opens it instead of a toy model
+  spec.format = fsys::is_directory(path, ec) ? "hf" : "gguf";
+  spec.cache = o.cache;
+  spec.seed = 5;
+  spec.tokens = o.tokens;
+  const int prompt = o.tokens.empty() ? 8 : static_cast<int>(o.tokens.size());
+  if (prompt + o.decodeSteps > kMaxCaseTokens) return BadUsage(fmt::format("at most {} tokens in all", kMaxCaseTokens));
+  spec.steps.push_back(prompt);
+  for (int s = 0; s < o.decodeSteps; ++s) spec.steps.push_back(1);
+  file.cases.push_back(std::move(spec));
+  return file;
+}
+
 }  // namespace
 
 Expected<Implementation> PrepareImplementation(const CheckOptions& o, const StageInfo& stage, const StageBuild& build,
@@ -65,15 +99,17 @@ Expected<Implementation> PrepareImplementation(const CheckOptions& o, const Stag
     impl.harness = o.harness;
     return impl;
   }
-  if (o.solutions) {
+  const bool mineKernels = !o.kernelFiles.empty();
+  if (o.solutions && !mineKernels) {
     impl.impl = "solution";
     impl.source = paths.Source(fmt::format("solutions/{}/{}", stage.dir, stage.file));
     impl.harness = build.solutionHarness;
     return impl;
   }
   const std::string stagesDir = o.stagesDir.empty() ? paths.Source("stages") : o.stagesDir;
-  impl.impl = "student";
-  impl.source = Under(stagesDir, fmt::format("{}/{}", stage.dir, stage.file));
+  impl.impl = o.solutions ? "solution" : "student";
+  impl.source = o.solutions ? paths.Source(fmt::format("solutions/{}/{}", stage.dir, stage.file))
+                            : Under(stagesDir, fmt::format("{}/{}", stage.dir, stage.file));
   if (!fsys::exists(impl.source)) {
     return BadUsage(fmt::format("{}: no such file; the stage file of stage {} is {}/{}", impl.source, stage.number,
                                 stage.dir, stage.file));
@@ -89,13 +125,15 @@ Expected<Implementation> PrepareImplementation(const CheckOptions& o, const Stag
   setup.sourceRoot = paths.Source("");
   for (const std::string& folder : SplitList(build.childFolders, ',')) setup.sourceFolders.push_back(folder);
   setup.linkArgs = SplitList(build.childLinkArgs, ' ');
+  setup.extraSources = o.kernelFiles;
+  const char* library = mineKernels ? build.mineKernelsHarnessLibrary : build.harnessLibrary;
   // One cached build per stage, per tree and per harness (the check's or the bench's), so
   // graders can check many trees at once and a bench does not undo a check's build.
   const std::string tree = fsys::absolute(stagesDir).lexically_normal().string();
-  const std::string cacheName = fmt::format("stage{:02}-{:08x}-{}", stage.number,
+  const std::string cacheName = fmt::format("stage{:02}-{:08x}-{}{}", stage.number,
                                             Fnv1a64(tree.data(), tree.size()) & 0xffffffffu,
-                                            fsys::path(build.harnessLibrary).stem().string());
-  auto built = BuildStageHarness(setup, impl.source, build.harnessLibrary, cacheName);
+                                            fsys::path(library).stem().string(), o.solutions ? "-solution" : "");
+  auto built = BuildStageHarness(setup, impl.source, library, cacheName);
   if (!built.ok()) return built.error();
   impl.compiled = built->compiled;
   impl.compilerOutput = built->diagnostics;
@@ -119,11 +157,17 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
   const StageInfo* stage = table->Find(o.stage);
   if (stage == nullptr) return BadUsage(fmt::format("there is no stage {}; the stages are {}", o.stage, table->Numbers()));
   const StageBuild* build = FindStageBuild(o.stage);
+  const auto heavy = HeavyStageNumbers();
+  if (stage->available && build == nullptr && std::find(heavy.begin(), heavy.end(), o.stage) != heavy.end()) {
+    return BadUsage(fmt::format("stage {}'s runner is built on its first use: run ./workbook check {} once",
+                                o.stage, o.stage));
+  }
   if (!stage->available || build == nullptr) {
     return BadUsage(fmt::format("stage {} ({}) is not in this workbook yet", o.stage, stage->title));
   }
-  const std::string casesPath = o.casesPath.empty() ? paths.Source(stage->visible) : o.casesPath;
-  auto cases = LoadCaseFile(casesPath, *table);
+  const std::string casesPath = !o.modelPath.empty() ? o.modelPath
+                                : o.casesPath.empty() ? paths.Source(stage->visible) : o.casesPath;
+  auto cases = o.modelPath.empty() ? LoadCaseFile(casesPath, *table) : ModelCase(o, *stage);
   if (!cases.ok()) return cases.error();
   if (cases->stage != o.stage) {
     return BadData(fmt::format("{}: field 'stage' is {}, but this is a check of stage {}", casesPath, cases->stage,
@@ -137,7 +181,23 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
   const std::unique_ptr<StageDriver> driver = build->makeDriver();
   if (auto prepared = driver->Prepare(context); !prepared.ok()) return prepared.error();
 
-  auto impl = PrepareImplementation(o, *stage, *build, paths);
+  CheckOptions withKernels = o;
+  if (o.kernels == "mine") {
+    if (build->mineKernelsStages[0] == '\0') {
+      return BadUsage(fmt::format("--kernels mine is for a stage built on the kernels of earlier stages (stage 5); "
+                                  "stage {} has none", o.stage));
+    }
+    if (!o.harness.empty()) return BadUsage("--kernels mine and --harness cannot go together");
+    const std::string stagesDir = o.stagesDir.empty() ? paths.Source("stages") : o.stagesDir;
+    for (const std::string& number : SplitList(build->mineKernelsStages, ',')) {
+      const StageInfo* kernelStage = table->Find(std::stoi(number));
+      if (kernelStage == nullptr) return InternalError(fmt::format("stage {} is not in the table", number));
+      withKernels.kernelFiles.push_back(Under(stagesDir, fmt::format("{}/{}", kernelStage->dir, kernelStage->file)));
+    }
+  } else if (o.kernels != "solutions") {
+    return BadUsage(fmt::format("--kernels is '{}'; it must be mine or solutions", o.kernels));
+  }
+  auto impl = PrepareImplementation(withKernels, *stage, *build, paths);
   if (!impl.ok()) return impl.error();
   context.harness = impl->harness;
 

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "../../common/expected.h"
 #include "../cases/case_file.h"
@@ -35,6 +36,16 @@ struct CheckOptions {
   uint64_t memoryLimitMiB = 1024;
   double compileSeconds = 60;   // the compiler's wall-clock limit
   bool leaderboard = false;     // also measure the stage's leaderboard figures (Gradescope)
+  // A stage with models (5): check on the user's own model instead of the suite's toy ones,
+  // with the prompt's token ids (default: 8 from the seed) and decode steps after it.
+  std::string modelPath;
+  std::vector<int> tokens;
+  int decodeSteps = 3;
+  std::string cache = "f32";
+  // "mine": link the student's own stage files of the stages the child's provided kernels come
+  // from (stage 5: 3 and 4) instead of their solutions. Resolved by RunCheck into the files.
+  std::string kernels = "solutions";
+  std::vector<std::string> kernelFiles;
 };
 
 Expected<RunReport> RunCheck(const CheckOptions& options, const WorkbookPaths& paths);

@@ -40,8 +40,10 @@ CheckpointReport CheckByValue(const CheckpointDescriptor& d, std::span<const Che
   if (d.brokenInput) broken.push_back(*d.brokenInput);
   std::vector<double> local;
   const Tolerance& localTolerance = d.localTolerance ? *d.localTolerance : d.tolerance;
-  if (upstreamUsable && d.local) {
-    local = d.local();
+  // A local step that cannot run (the reference refused the student's upstream) returns
+  // nothing, and the local view is then not shown.
+  if (upstreamUsable && d.local) local = d.local();
+  if (!local.empty() && local.size() == d.got.size()) {
     const Comparison view = Compare(d.got, local, localTolerance, kSamplesShown);
     cp.local = view.pass() ? LocalStatus::kPass : LocalStatus::kFail;
     if (d.localDecides && chain.pass() && !view.pass()) {

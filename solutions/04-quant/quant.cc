@@ -327,8 +327,11 @@ struct Activations {
   std::vector<float> offsets;  // T x paddedBlocks (Q4_0)
 };
 
-Activations Prepare(int T, const BlockQ8_0* xq, int blocks, WeightType type) {
-  Activations a;
+// The result lives in one object per thread, reused by every call and grown only when a call
+// needs more than any before it (assign keeps the capacity): after the first large call,
+// matmul_q allocates nothing, which a decode step of stage 5 must not.
+const Activations& Prepare(int T, const BlockQ8_0* xq, int blocks, WeightType type) {
+  static thread_local Activations a;
   a.blocks = blocks;
   a.paddedBlocks = (blocks + kScaleBatch - 1) / kScaleBatch * kScaleBatch;
   const int pairs = (blocks + 1) / 2;
@@ -471,7 +474,7 @@ void GroupDot(const RowGroup<kType>& group, const Activations& a, int t, int row
 // group of rows meets every token while its blocks are in L1 or L2.
 template <WeightType kType>
 void MatmulQRows(int T, const Activations& a, const QuantMatrix& W, float* y, Accumulate mode, int r0, int r1) {
-  RowGroup<kType> group;
+  static thread_local RowGroup<kType> group;  // reused, as Prepare's activations are
   for (int chunk = 0; chunk < T; chunk += kTokenChunk) {
     for (int o = r0; o < r1; o += kGroupRows) {
       const int rows = std::min(kGroupRows, r1 - o);
@@ -492,7 +495,7 @@ void MatmulQRange(int T, const Activations& a, const QuantMatrix& W, float* y, A
 }
 
 [[maybe_unused]] void MatmulQVectorised(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode) {
-  const Activations a = Prepare(T, xq, W.cols / QK, W.type);
+  const Activations& a = Prepare(T, xq, W.cols / QK, W.type);
   MatmulQRange(T, a, W, y, mode, 0, W.rows);
 }
 
@@ -514,7 +517,11 @@ Band RowBand(int rows, int thread, int threads) {
 
 [[maybe_unused]] void MatmulQThreaded(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode,
                                       int threads) {
-  const Activations a = Prepare(T, xq, W.cols / QK, W.type);
+  const Activations& a = Prepare(T, xq, W.cols / QK, W.type);
+  if (threads <= 1) {  // GCC's OpenMP runtime allocates for a one-thread region: skip it
+    MatmulQRange(T, a, W, y, mode, 0, W.rows);
+    return;
+  }
 #pragma omp parallel num_threads(threads)
   {
     const Band band = RowBand(W.rows, omp_get_thread_num(), omp_get_num_threads());

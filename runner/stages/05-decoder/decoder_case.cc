@@ -13,6 +13,7 @@
 namespace wb::stage05 {
 
 namespace fsys = std::filesystem;
+using wb::TensorType;
 
 CacheType CacheTypeOf(const std::string& name) {
   if (name == "f16") return CacheType::kF16;
@@ -110,10 +111,31 @@ Expected<DecoderCase> PrepareDecoderCase(const CaseSpec& spec, const WorkbookPat
   auto bound = model::BindWeights(c.config, *c.source);
   if (!bound) return BadData(bound.error().message);
   c.weights = std::move(bound).value();
+  auto quantized = [](const model::WeightMatrix& m) {
+    return m.tensor.type == TensorType::kQ8_0 || m.tensor.type == TensorType::kQ4_0;
+  };
+  c.quantizedProducts = quantized(c.weights.head);
+  for (const auto& layer : c.weights.layers) {
+    for (const model::WeightMatrix* m : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down,
+                                         &layer.router}) {
+      c.quantizedProducts = c.quantizedProducts || quantized(*m);
+    }
+    for (const auto& expert : layer.experts) {
+      c.quantizedProducts = c.quantizedProducts || quantized(expert.gate) || quantized(expert.up) || quantized(expert.down);
+    }
+  }
 
   SplitMix64 random(spec.seed);
   for (int i = 0; i < spec.Tokens(); ++i) {
     c.tokens.push_back(static_cast<int32_t>(random.Next() % static_cast<uint64_t>(c.config.vocab)));
+  }
+  // The prompt the user gave (`check 5 --model --tokens`); the decode steps' tokens stay seeded.
+  for (size_t i = 0; i < spec.tokens.size() && i < c.tokens.size(); ++i) {
+    if (spec.tokens[i] < 0 || spec.tokens[i] >= c.config.vocab) {
+      return BadUsage(fmt::format("--tokens: {} is not a token id of {} (its vocabulary is 0 to {})", spec.tokens[i],
+                                  c.modelPath, c.config.vocab - 1));
+    }
+    c.tokens[i] = spec.tokens[i];
   }
   int position = 0;
   for (int n : spec.steps) {
@@ -131,9 +153,10 @@ Expected<DecoderCase> PrepareDecoderCase(const CaseSpec& spec, const WorkbookPat
   c.geometry.type = CacheTypeOf(spec.cache);
   c.pageTable.resize(static_cast<size_t>(c.geometry.pages));
   std::iota(c.pageTable.begin(), c.pageTable.end(), 0);
-  // Fisher-Yates from the case's seed: no position's page is its own number unless chance says so.
+  // Sattolo's shuffle from the case's seed: a random single cycle, so with two pages or more no
+  // logical page is its own physical page, and a decoder that skips the page table is caught.
   SplitMix64 shuffle(spec.seed ^ 0x9A6E7AB1Eull);
-  for (size_t i = c.pageTable.size(); i > 1; --i) std::swap(c.pageTable[i - 1], c.pageTable[shuffle.Next() % i]);
+  for (size_t i = c.pageTable.size(); i > 1; --i) std::swap(c.pageTable[i - 1], c.pageTable[shuffle.Next() % (i - 1)]);
 
   auto expected = ComputeExpectations(c, c.config, c.weights, c.Options());
   if (!expected) return expected.error();

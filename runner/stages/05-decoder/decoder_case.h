@@ -63,6 +63,7 @@ struct DecoderCase {
   CacheGeometry geometry;
   std::vector<int32_t> pageTable;
   Expectations expected;
+  bool quantizedProducts = false;  // some matrix is Q8_0 or Q4_0: its products quantize their inputs
 
   int Tokens() const { return static_cast<int>(tokens.size()); }
   int Layers() const { return config.layerCount(); }

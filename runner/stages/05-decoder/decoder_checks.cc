@@ -4,11 +4,14 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "decoder_misconceptions.h"
 #include "reference/decoder/cache_rows.h"
+#include "reference/decoder/layer_steps.h"
 #include "runner/compare/compare.h"
 #include "runner/isolation/shared_layout.h"
 
@@ -26,6 +29,14 @@ using L = DecoderCall;
 // RMS, and 2e-3 relative, leaves that room and still separates every misconception the
 // runner names by orders of magnitude (each changes its buffer by 1 % or more).
 constexpr Tolerance kChainTolerance{.absoluteOfRms = 2e-3, .relative = 2e-3};
+// A model with Q8_0 or Q4_0 matrices: the provided kernels quantize each product's input rows
+// to Q8_0 first, as llama.cpp does (stage 4), and the reference multiplies the float rows.
+// One 8-bit code is off by up to half a step, 1/254 of its block's largest value, and the
+// chain adds up every product's: on the toy Q8_0 llama, whose rows are a single block, the
+// solution's worst element is 7.7 % of its buffer's RMS (the lesson's table). 1e-1 leaves
+// that room, and the chain view stays a coarse one on such models until the reference
+// quantizes the products' inputs as the kernels do.
+constexpr Tolerance kQuantizedChainTolerance{.absoluteOfRms = 1e-1, .relative = 1e-1};
 
 ref::CacheRowType RowTypeOf(CacheType type) {
   switch (type) {
@@ -80,8 +91,38 @@ class CaseChecker {
                              int width, int headDim, const char* unit) const;
   void DescribeCall(int call);
   void DescribeLayer(int call, int layer);
-  // The call's rows of a layer's k or v as the cache holds them after the call (decoded).
-  std::vector<float> StoredRows(int call, int layer, int which) const;
+  // The call's rows of a layer's k or v as the cache holds them after the call (decoded with
+  // the int8 group `group`, the contract's when 0).
+  std::vector<float> StoredRows(int call, int layer, int which, int group = 0) const;
+  // Rows of positions 0 .. the call's last, as the cache holds them after the call.
+  std::vector<float> StoredRowsUpTo(int call, int layer, int which) const;
+  ref::StepContext Context(int call, int layer) const {
+    return ref::StepContext{data_.config, data_.weights, options_, layer, data_.calls[call].position,
+                            data_.calls[call].tokens};
+  }
+  // The value of a local step, or an empty vector when the reference cannot run it (the
+  // local view is then not shown).
+  static std::vector<double> Value(wb::Expected<std::vector<double>> step) {
+    return step ? std::move(*step) : std::vector<double>{};
+  }
+  // The reference with misconception `entry` (of DecoderMisconceptions()); nullptr when the
+  // mistake cannot show in this case's model.
+  const Expectations* VariantOf(size_t entry);
+  // Lets the engine ask which misconception a failing buffer matches.
+  void Hook(CheckpointDescriptor& d, const std::string& base, int call, int layer) {
+    const std::span<const float> student = d.got;
+    const std::string name = d.name;
+    d.recognise = [this, base, name, call, layer, student](bool) { return Recognise(base, name, call, layer, student); };
+  }
+  // The rows of a checkpoint (base name, call, layer) in expectations e.
+  std::vector<double> RowsOf(const Expectations& e, const std::string& base, int call, int layer) const;
+  Recognition Recognise(const std::string& base, const std::string& name, int call, int layer,
+                        std::span<const float> got);
+  CheckpointReport CheckExperts(int call, int layer);
+  std::span<const int32_t> ExpertIds(int call, int layer) {
+    return run_.Ints(L::kExpertIds).subspan(SliceStart(data_, L::kExpertIds, call, layer),
+                                            static_cast<size_t>(data_.calls[call].tokens) * data_.config.expertsPerToken);
+  }
   // The contract's rounding of rows (as the cache would store and read them back).
   std::vector<double> Rounded(std::span<const double> rows) const;
   std::vector<double> Rounded(std::span<const float> rows) const;
@@ -107,6 +148,9 @@ class CaseChecker {
   std::vector<CheckpointDescriptor> descriptors_;
   std::deque<std::vector<float>> kept_;  // buffers descriptors point into (a deque never moves them)
   std::map<std::tuple<int, int, std::string>, size_t> index_;  // (call, layer or -1, name) -> descriptor
+  std::map<size_t, std::optional<Expectations>> variants_;     // by entry, computed when first asked
+  ref::DecoderOptions options_ = data_.Options();
+  Tolerance tolerance_ = data_.quantizedProducts ? kQuantizedChainTolerance : kChainTolerance;
 };
 
 CheckpointDescriptor CaseChecker::Value(std::string name, std::span<const float> got, std::vector<double> expected,
@@ -117,7 +161,7 @@ CheckpointDescriptor CaseChecker::Value(std::string name, std::span<const float>
   d.shape = fmt::format("{} x {}", span.tokens, width);
   d.got = got;
   d.expected = std::move(expected);
-  d.tolerance = kChainTolerance;
+  d.tolerance = tolerance_;
   d.geometry = {.rows = span.tokens, .width = width, .headDim = headDim, .rowName = "position",
                 .firstRow = span.position};
   d.where = [span, width, headDim, unit](size_t index) {
@@ -130,7 +174,7 @@ CheckpointDescriptor CaseChecker::Value(std::string name, std::span<const float>
   return d;
 }
 
-std::vector<float> CaseChecker::StoredRows(int call, int layer, int which) const {
+std::vector<float> CaseChecker::StoredRows(int call, int layer, int which, int group) const {
   const CallSpan& span = data_.calls[call];
   const int width = data_.config.kvWidth();
   std::vector<float> rows(static_cast<size_t>(span.tokens) * width);
@@ -153,8 +197,31 @@ std::vector<float> CaseChecker::StoredRows(int call, int layer, int which) const
       std::fill(out.begin(), out.end(), poison);
       continue;
     }
-    ref::DecodeCacheRow(RowTypeOf(data_.geometry.type), group_,
-                        std::span(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()), out);
+    const int g = group == 0 ? group_ : group;
+    const size_t bytesOfGroup = ref::CacheRowBytes(RowTypeOf(data_.geometry.type), width, g);
+    ref::DecodeCacheRow(RowTypeOf(data_.geometry.type), g,
+                        std::span(reinterpret_cast<const std::byte*>(bytes.data()), std::min(bytes.size(), bytesOfGroup)),
+                        out);
+  }
+  return rows;
+}
+
+std::vector<float> CaseChecker::StoredRowsUpTo(int call, int layer, int which) const {
+  const int width = data_.config.kvWidth();
+  std::vector<float> rows;
+  for (int earlier = 0; earlier <= call; ++earlier) {
+    // Each call's own rows as the last call left them: a later call must not have touched them
+    // (cacheOtherRows), and attention reads them as they are now.
+    const CallSpan& span = data_.calls[earlier];
+    std::vector<float> part(static_cast<size_t>(span.tokens) * width);
+    const auto arena = const_cast<CaseChecker*>(this)->ArenaAfter(call);
+    for (int i = 0; i < span.tokens; ++i) {
+      const auto bytes = arena.subspan(RowOffset(layer, which, span.position + i), rowBytes_);
+      ref::DecodeCacheRow(RowTypeOf(data_.geometry.type), group_,
+                          std::span(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()),
+                          std::span(part.data() + static_cast<size_t>(i) * width, width));
+    }
+    rows.insert(rows.end(), part.begin(), part.end());
   }
   return rows;
 }
@@ -191,15 +258,33 @@ void CaseChecker::DescribeLayer(int call, int layer) {
     CheckpointDescriptor d = Value(Name(cp.name, call, layer), got(cp.buffer), {expected.begin(), expected.end()},
                                    call, width, heads ? c.headDim : 0, "channel");
     d.upstream = std::move(upstream);
+    const std::span<const float> student = d.got;
+    const std::string name = d.name;
+    const std::string base = cp.name;
+    d.recognise = [this, base, name, call, layer, student](bool) { return Recognise(base, name, call, layer, student); };
     const size_t at = Add(std::move(d));
     index_[{call, layer, cp.name}] = at;
     return at;
   };
   const size_t input = layer == 0 ? index_.at({call, -1, "embedding"}) : index_.at({call, layer - 1, "output"});
+  // The student's own buffers, as the local views read them.
+  const std::span<const float> x = descriptors_[input].got;
+  auto mine = [&](L::Buffer b) { return got(b); };
+  auto local = [this](size_t at, std::function<std::vector<double>()> step) { descriptors_[at].local = std::move(step); };
+  const ref::StepContext ctx = Context(call, layer);
   const size_t norm1 = value(kNorm1, {input});
+  local(norm1, [ctx, x] { return ref::StepNorm1(ctx, ToDouble(x)); });
   const size_t q = value(kQ, {norm1});
   const size_t k = value(kK, {norm1});
   const size_t v = value(kV, {norm1});
+  const std::span<const float> myNorm1 = mine(L::kNorm1);
+  for (const auto& [at, part] : {std::pair{q, 0}, std::pair{k, 1}, std::pair{v, 2}}) {
+    local(at, [ctx, myNorm1, part] {
+      auto qkv = ref::StepQkv(ctx, ToDouble(myNorm1));
+      if (!qkv) return std::vector<double>{};
+      return part == 0 ? std::move(qkv->q) : part == 1 ? std::move(qkv->k) : std::move(qkv->v);
+    });
+  }
 
   // The rows the call stored, read back.
   size_t caches[2];
@@ -213,16 +298,218 @@ void CaseChecker::DescribeLayer(int call, int layer) {
                                    Rounded(referenceRows), call, c.kvWidth(), c.headDim, "channel");
     d.upstream = {source};
     d.local = [this, student] { return Rounded(student); };
+    // Attention reads every row up to the call's last, not only the ones the call stored.
+    d.readDownstream = Keep(StoredRowsUpTo(call, layer, which));
     d.localTolerance = Tolerance{};  // the contract's rounding of your own k and v, exactly
     d.localDecides = true;
+    const std::string base = which == 0 ? "kCache" : "vCache";
+    const std::string name = d.name;
+    d.recognise = [this, base, name, call, layer, stored](bool) { return Recognise(base, name, call, layer, stored); };
     caches[which] = Add(std::move(d));
     index_[{call, layer, which == 0 ? "kCache" : "vCache"}] = caches[which];
   }
   const size_t attnOut = value(kAttnOut, {q, caches[0], caches[1]});
+  {
+    const std::span<const float> myQ = mine(L::kQ);
+    const std::span<const float> keys = descriptors_[caches[0]].readDownstream;
+    const std::span<const float> values = descriptors_[caches[1]].readDownstream;
+    local(attnOut, [ctx, myQ, keys, values] {
+      return ref::StepAttention(ctx, ToDouble(myQ), ToDouble(keys), ToDouble(values));
+    });
+    if (call > 0) {
+      for (int earlier = 1; earlier <= call; ++earlier) {
+        descriptors_[attnOut].alsoComputedFrom.push_back(Name("cacheOtherRows", earlier - 1));
+      }
+    }
+  }
   const size_t residual1 = value(kResidual1, {attnOut, input});
+  {
+    const std::span<const float> myAttnOut = mine(L::kAttnOut);
+    local(residual1, [ctx, myAttnOut, x] { return Value(ref::StepResidual1(ctx, ToDouble(myAttnOut), ToDouble(x))); });
+  }
   const size_t norm2 = value(kNorm2, {residual1});
-  const size_t ffnOut = value(kFfnOut, {norm2});
-  value(kOutput, {residual1, ffnOut});
+  {
+    const std::span<const float> myResidual1 = mine(L::kResidual1);
+    local(norm2, [ctx, myResidual1] { return ref::StepNorm2(ctx, ToDouble(myResidual1)); });
+  }
+  std::vector<size_t> ffnInputs = {norm2};
+  if (c.layers[static_cast<size_t>(layer)].moe && !data_.expected.expertIds[static_cast<size_t>(layer)].empty()) {
+    CheckpointDescriptor experts;
+    experts.name = Name("experts", call, layer);
+    experts.custom = [this, call, layer] { return CheckExperts(call, layer); };
+    experts.upstream = {norm2};
+    ffnInputs.push_back(Add(std::move(experts)));
+  }
+  const size_t ffnOut = value(kFfnOut, ffnInputs);
+  {
+    const std::span<const float> myNorm2 = mine(L::kNorm2);
+    const bool moe = ffnInputs.size() > 1;
+    const std::span<const int32_t> ids = moe ? ExpertIds(call, layer) : std::span<const int32_t>{};
+    const std::span<const float> weights =
+        moe ? run_.Floats(L::kExpertWeights).subspan(SliceStart(data_, L::kExpertWeights, call, layer), ids.size())
+            : std::span<const float>{};
+    const int topK = c.expertsPerToken;
+    local(ffnOut, [ctx, myNorm2, moe, ids, weights, topK] {
+      if (!moe) {
+        auto ffn = ref::StepFfn(ctx, ToDouble(myNorm2));
+        return ffn ? std::move(ffn->ffnOut) : std::vector<double>{};
+      }
+      // The experts the student chose, with the student's weights.
+      ref::ExpertRouting routing;
+      routing.topK = topK;
+      routing.expertIds.assign(ids.begin(), ids.end());
+      routing.expertWeights = ToDouble(weights);
+      return Value(ref::StepExpertFfn(ctx, ToDouble(myNorm2), routing));
+    });
+  }
+  const size_t output = value(kOutput, {residual1, ffnOut});
+  {
+    const std::span<const float> myResidual1 = mine(L::kResidual1);
+    const std::span<const float> myFfnOut = mine(L::kFfnOut);
+    local(output, [myResidual1, myFfnOut] { return ref::StepOutput(ToDouble(myResidual1), ToDouble(myFfnOut)); });
+  }
+}
+
+const Expectations* CaseChecker::VariantOf(size_t entry) {
+  if (auto found = variants_.find(entry); found != variants_.end()) return found->second ? &*found->second : nullptr;
+  Variant variant{data_.config, data_.weights, data_.Options()};
+  std::optional<Expectations> computed;
+  if (DecoderMisconceptions()[entry].apply(variant, data_.geometry.type)) {
+    auto e = ComputeExpectations(data_, variant.config, variant.weights, variant.options);
+    if (e) computed = std::move(*e);  // a variant the reference cannot run names nothing
+  }
+  const auto& stored = variants_.emplace(entry, std::move(computed)).first->second;
+  return stored ? &*stored : nullptr;
+}
+
+std::vector<double> CaseChecker::RowsOf(const Expectations& e, const std::string& base, int call, int layer) const {
+  const CallSpan& span = data_.calls[call];
+  const model::ModelConfig& c = data_.config;
+  auto rows = [&](std::span<const double> all, int width) {
+    const auto r = data_.Rows(all, span, width);
+    return std::vector<double>(r.begin(), r.end());
+  };
+  if (base == "embedding") return rows(e.embedding, c.hidden);
+  if (base == "finalNorm") return rows(e.finalNorm, c.hidden);
+  if (base == "logits") return rows(e.logits, c.vocab);
+  const auto& buffers = e.layers[static_cast<size_t>(layer)];
+  if (base == "kCache" || base == "vCache") {
+    return Rounded(std::span<const double>(rows(buffers[static_cast<int>(base == "kCache" ? LayerBuffer::kK : LayerBuffer::kV)],
+                                               c.kvWidth())));
+  }
+  for (int b = 0; b < kLayerBufferCount; ++b) {
+    if (base == kLayerBufferNames[b]) return rows(buffers[b], data_.Width(static_cast<LayerBuffer>(b)));
+  }
+  return {};
+}
+
+Recognition CaseChecker::Recognise(const std::string& base, const std::string& name, int call, int layer,
+                                   std::span<const float> got) {
+  std::vector<Candidate> candidates;
+  const auto entries = DecoderMisconceptions();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const DecoderMisconception& entry = entries[i];
+    if (std::find(entry.showsAt.begin(), entry.showsAt.end(), base) == entry.showsAt.end()) continue;
+    std::vector<double> predicted;
+    std::span<const float> compared = got;
+    std::vector<float> regrouped;
+    if ((base == "kCache" || base == "vCache") && entry.id == "int8-group-straddles-heads") {
+      // The rows as stored with groups of 32, against that rounding of the student's own k or v.
+      Variant variant{data_.config, data_.weights, data_.Options()};
+      if (!entry.apply(variant, data_.geometry.type)) continue;
+      const int which = base == "kCache" ? 0 : 1;
+      regrouped = StoredRows(call, layer, which, variant.options.cache.group);
+      compared = regrouped;
+      const auto own = run_.Floats(which == 0 ? L::kK : L::kV)
+                           .subspan(SliceStart(data_, which == 0 ? L::kK : L::kV, call, layer), regrouped.size());
+      std::vector<double> asDouble(own.begin(), own.end());
+      predicted.resize(asDouble.size());
+      ref::RoundTripRows(RowTypeOf(data_.geometry.type), variant.options.cache.group, data_.config.kvWidth(), asDouble,
+                         predicted);
+    } else {
+      const Expectations* variant = VariantOf(i);
+      if (variant == nullptr) continue;
+      predicted = RowsOf(*variant, base, call, layer);
+    }
+    if (predicted.size() != compared.size()) continue;
+    const double fit = FitOf(compared, predicted, tolerance_);
+    if (fit <= 1.0) {
+      const DecoderMisconception& e = entry;
+      std::string sentence(e.sentence);
+      for (size_t at = sentence.find("{buffer}"); at != std::string::npos; at = sentence.find("{buffer}", at)) {
+        sentence.replace(at, 8, name);
+      }
+      candidates.push_back({MisconceptionHit{std::string(e.id), sentence,
+                                             fmt::format("{}#{}", stage_.lesson, e.lessonAnchor)},
+                            fit});
+    }
+  }
+  return Choose(std::move(candidates));
+}
+
+CheckpointReport CaseChecker::CheckExperts(int call, int layer) {
+  const CallSpan& span = data_.calls[call];
+  const int k = data_.config.expertsPerToken;
+  CheckpointReport report;
+  report.name = Name("experts", call, layer);
+  report.shape = fmt::format("{} x {}", span.tokens, k);
+  report.maxPoints = points_;
+  const auto ids = ExpertIds(call, layer);
+  const auto weights = run_.Floats(L::kExpertWeights)
+                           .subspan(SliceStart(data_, L::kExpertWeights, call, layer), static_cast<size_t>(span.tokens) * k);
+  const auto& refIds = data_.expected.expertIds[static_cast<size_t>(layer)];
+  const auto refWeights = data_.Rows(data_.expected.expertWeights[static_cast<size_t>(layer)], span, k);
+  const Comparison weightCheck = Compare(weights, refWeights, tolerance_);
+  report.total = ids.size();
+  report.unwritten = weightCheck.unwritten;
+  report.rms = weightCheck.rms;
+  report.atol = weightCheck.atol;
+  report.rtol = weightCheck.rtol;
+  report.maxAbsError = weightCheck.maxAbsError;
+  std::string firstWrong;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int32_t expected = refIds[static_cast<size_t>(span.position) * k + i];
+    const bool weightOk = Matches(weights.subspan(i, 1), refWeights.subspan(i, 1), tolerance_);
+    if (ids[i] == expected && weightOk) continue;
+    ++report.failing;
+    if (!firstWrong.empty()) continue;
+    const size_t row = i / k;
+    uint32_t word;
+    std::memcpy(&word, &ids[i], 4);
+    const std::string got = word == shm::kPoisonWord ? std::string("never written") : fmt::format("expert {}", ids[i]);
+    firstWrong = fmt::format("token {} (position {}), choice {}: expected expert {} with weight {:.6g}, got {} with "
+                             "weight {:.6g}",
+                             row, span.position + row, i % k, expected, refWeights[i], got, weights[i]);
+  }
+  report.status = report.failing == 0 ? CheckStatus::kPass : CheckStatus::kFail;
+  report.points = report.failing == 0 ? points_ : 0;
+  if (report.failing == 0) return report;
+  report.observation = firstWrong;
+  // A mistake the runner knows: the ids and weights as the mistaken model chooses them.
+  const auto entries = DecoderMisconceptions();
+  std::vector<Candidate> candidates;
+  for (size_t e = 0; e < entries.size(); ++e) {
+    if (std::find(entries[e].showsAt.begin(), entries[e].showsAt.end(), "experts") == entries[e].showsAt.end()) continue;
+    const Expectations* variant = VariantOf(e);
+    if (variant == nullptr || variant->expertIds[static_cast<size_t>(layer)].empty()) continue;
+    const auto& vIds = variant->expertIds[static_cast<size_t>(layer)];
+    const auto vWeights = data_.Rows(variant->expertWeights[static_cast<size_t>(layer)], span, k);
+    bool same = true;
+    for (size_t i = 0; i < ids.size() && same; ++i) same = ids[i] == vIds[static_cast<size_t>(span.position) * k + i];
+    if (!same) continue;
+    const double fit = FitOf(weights, vWeights, tolerance_);
+    if (fit > 1.0) continue;
+    std::string sentence(entries[e].sentence);
+    for (size_t at = sentence.find("{buffer}"); at != std::string::npos; at = sentence.find("{buffer}", at)) {
+      sentence.replace(at, 8, report.name);
+    }
+    candidates.push_back({MisconceptionHit{std::string(entries[e].id), sentence,
+                                           fmt::format("{}#{}", stage_.lesson, entries[e].lessonAnchor)},
+                          fit});
+  }
+  const Recognition recognition = Choose(std::move(candidates));
+  if (recognition.hit) report.misconception = recognition.hit;
+  return report;
 }
 
 CheckpointReport CaseChecker::CheckOtherRows(int call) const {
@@ -289,6 +576,7 @@ void CaseChecker::DescribeCall(int call) {
   const auto embedding = data_.Rows(data_.expected.embedding, span, c.hidden);
   CheckpointDescriptor e = Value(Name("embedding", call), got(L::kEmbedding, span.tokens),
                                  {embedding.begin(), embedding.end()}, call, c.hidden, 0, "channel");
+  Hook(e, "embedding", call, -1);
   index_[{call, -1, "embedding"}] = Add(std::move(e));
   for (int layer = 0; layer < data_.Layers(); ++layer) DescribeLayer(call, layer);
   const size_t last = index_.at({call, data_.Layers() - 1, "output"});
@@ -297,12 +585,20 @@ void CaseChecker::DescribeCall(int call) {
     CheckpointDescriptor f = Value(Name("finalNorm", call), got(L::kFinalNorm, LogitRows(span)),
                                    {finalNorm.begin(), finalNorm.end()}, call, c.hidden, 0, "channel");
     f.upstream = {last};
+    Hook(f, "finalNorm", call, -1);
+    const std::span<const float> lastOutput = descriptors_[last].got;
+    const ref::StepContext ctx = Context(call, data_.Layers() - 1);
+    f.local = [ctx, lastOutput] {
+      auto final = ref::StepFinal(ctx, ToDouble(lastOutput));
+      return final ? std::move(final->finalNorm) : std::vector<double>{};
+    };
     index_[{call, -1, "finalNorm"}] = Add(std::move(f));
   }
   const auto logits = data_.Rows(data_.expected.logits, span, c.vocab);
   CheckpointDescriptor g = Value(Name("logits", call), got(L::kLogits, LogitRows(span)),
                                  {logits.begin(), logits.end()}, call, c.vocab, 0, "vocabulary entry");
   g.upstream = {index_.count({call, -1, "finalNorm"}) ? index_.at({call, -1, "finalNorm"}) : last};
+  Hook(g, "logits", call, -1);
   Add(std::move(g));
   CheckpointDescriptor other;
   other.name = Name("cacheOtherRows", call);

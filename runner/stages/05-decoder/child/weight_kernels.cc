@@ -123,7 +123,9 @@ const float* F32Rows(const WeightMatrix& W) {
 void weight_matmul(const WeightMatrix& W, int rows, const float* x, float* y, Accumulate mode, int threads) {
   const TensorType type = W.tensor.type;
   const size_t rowBytes = RowBytesOf(W);
-  if (type == TensorType::kF32 && F32Rows(W) != nullptr) {
+  // Stage 3's matmul opens an OpenMP region, which GCC's runtime allocates for when it has one
+  // thread; one thread takes the plain loops below instead.
+  if (type == TensorType::kF32 && F32Rows(W) != nullptr && threads > 1) {
     FloatMatmul(rows, static_cast<int>(W.rows), static_cast<int>(W.cols), x, F32Rows(W), y, mode, threads);
     return;
   }
@@ -167,7 +169,7 @@ void weight_matmul_gated(const WeightMatrix& gate, const WeightMatrix& up, Activ
   if (gate.rows != up.rows || gate.cols != up.cols) Stop(gate, "gate and up differ in shape");
   const TensorType type = gate.tensor.type;
   if (type == TensorType::kF32 && up.tensor.type == TensorType::kF32 && act == Activation::kSilu &&
-      F32Rows(gate) != nullptr && F32Rows(up) != nullptr) {
+      F32Rows(gate) != nullptr && F32Rows(up) != nullptr && threads > 1) {  // one thread: see weight_matmul
     FloatSwiglu(rows, static_cast<int>(gate.rows), static_cast<int>(gate.cols), x, F32Rows(gate), F32Rows(up), y,
                   threads);
     return;
