@@ -41,6 +41,11 @@ struct CacheEmulation {
 
 struct DecoderOptions {
   CacheEmulation cache;
+  // The products with a Q8_0 or Q4_0 matrix read their input rows quantized to Q8_0, as
+  // llama.cpp's kernels and the stage-4 kernels stage 5 is given do (streamed_ops.h,
+  // ProductInputs); off, the reference multiplies the exact rows. Not a misconception: what
+  // the runner compares a decoder on such a model with.
+  bool quantizeProductInputs = false;
   bool qkNormAfterRope = false;
   bool localBaseOnAllLayers = false;
   bool routerSoftmaxOverTopK = false;

@@ -23,6 +23,11 @@ using wb::model::QkNorm;
 
 namespace {
 
+// How the context's products read their inputs (decoder_options.h: quantizeProductInputs).
+ProductInputs InputsOf(const StepContext& ctx) {
+  return ctx.options.quantizeProductInputs ? ProductInputs::kQ8_0ForBlockMatrices : ProductInputs::kExact;
+}
+
 BlockShape ShapeOf(const ModelConfig& c) {
   BlockShape s;
   s.model = c.hidden;
@@ -110,9 +115,9 @@ wb::Expected<QkvStep> StepQkv(const StepContext& ctx, std::span<const double> no
   out.q.resize(static_cast<size_t>(t) * c.qWidth());
   out.k.resize(static_cast<size_t>(t) * c.kvWidth());
   out.v.resize(out.k.size());
-  if (Status s = ProjectStreamed(norm1, t, w.q, out.q); !s.ok()) return s.error();
-  if (Status s = ProjectStreamed(norm1, t, w.k, out.k); !s.ok()) return s.error();
-  if (Status s = ProjectStreamed(norm1, t, w.v, out.v); !s.ok()) return s.error();
+  if (Status s = ProjectStreamed(norm1, t, w.q, out.q, InputsOf(ctx)); !s.ok()) return s.error();
+  if (Status s = ProjectStreamed(norm1, t, w.k, out.k, InputsOf(ctx)); !s.ok()) return s.error();
+  if (Status s = ProjectStreamed(norm1, t, w.v, out.v, InputsOf(ctx)); !s.ok()) return s.error();
   AddBias(out.q, t, w.qBias);
   AddBias(out.k, t, w.kBias);
   AddBias(out.v, t, w.vBias);
@@ -165,7 +170,7 @@ wb::Expected<std::vector<double>> StepResidual1(const StepContext& ctx, std::spa
   const int t = ctx.rows;
   assert(x.size() == static_cast<size_t>(t) * c.hidden);
   std::vector<double> branch(static_cast<size_t>(t) * c.hidden);
-  if (Status s = ProjectStreamed(attnOut, t, w.o, branch); !s.ok()) return s.error();
+  if (Status s = ProjectStreamed(attnOut, t, w.o, branch, InputsOf(ctx)); !s.ok()) return s.error();
   AddBias(branch, t, w.oBias);
   Sandwich(ctx, branch, w.postAttnNorm);
   std::vector<double> out(branch.size());
@@ -184,7 +189,7 @@ wb::Expected<ExpertRouting> StepRouting(const StepContext& ctx, std::span<const 
   if (!c.layers[ctx.layer].moe) return routing;
   const int t = ctx.rows;
   std::vector<double> routerLogits(static_cast<size_t>(t) * c.experts);
-  if (Status s = ProjectStreamed(norm2, t, Layer(ctx).router, routerLogits); !s.ok()) return s.error();
+  if (Status s = ProjectStreamed(norm2, t, Layer(ctx).router, routerLogits, InputsOf(ctx)); !s.ok()) return s.error();
   RoutingRule rule;
   rule.softmaxOverTopK = ctx.options.routerSoftmaxOverTopK;
   rule.tiesToHigherId = ctx.options.tiesToHigherId;
@@ -238,7 +243,7 @@ wb::Expected<std::vector<double>> StepExpertFfn(const StepContext& ctx, std::spa
     }
     std::vector<double> expertOut(input.size());
     const ExpertWeights& x = w.experts[e];
-    if (Status s = GatedFfnStreamed(input, n, x.gate, x.up, x.down, c.activation, expertOut); !s.ok()) {
+    if (Status s = GatedFfnStreamed(input, n, x.gate, x.up, x.down, c.activation, expertOut, InputsOf(ctx)); !s.ok()) {
       return s.error();
     }
     for (int i = 0; i < n; ++i) {
@@ -266,7 +271,7 @@ wb::Expected<FfnStep> StepFfn(const StepContext& ctx, std::span<const double> no
     return out;
   }
   out.ffnOut.resize(norm2.size());
-  if (Status s = GatedFfnStreamed(norm2, ctx.rows, w.gate, w.up, w.down, c.activation, out.ffnOut); !s.ok()) {
+  if (Status s = GatedFfnStreamed(norm2, ctx.rows, w.gate, w.up, w.down, c.activation, out.ffnOut, InputsOf(ctx)); !s.ok()) {
     return s.error();
   }
   Sandwich(ctx, out.ffnOut, w.postFfnNorm);
@@ -286,7 +291,7 @@ wb::Expected<FinalStep> StepFinal(const StepContext& ctx, std::span<const double
   FinalStep out;
   out.finalNorm = Normalise(c, ctx.options, lastOutput, t, c.hidden, ctx.weights.outputNorm);
   out.logits.resize(static_cast<size_t>(t) * ctx.weights.head.rows);
-  if (Status s = ProjectStreamed(out.finalNorm, t, ctx.weights.head, out.logits); !s.ok()) return s.error();
+  if (Status s = ProjectStreamed(out.finalNorm, t, ctx.weights.head, out.logits, InputsOf(ctx)); !s.ok()) return s.error();
   if (c.finalLogitSoftcap > 0) {
     for (double& logit : out.logits) logit = c.finalLogitSoftcap * std::tanh(logit / c.finalLogitSoftcap);
   }

@@ -4,16 +4,51 @@
 #include <cassert>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "model/files/tensor_types.h"
 #include "reference/block/ops.h"
 
 namespace ref {
 
 using wb::model::WeightMatrix;
 
-wb::Status ProjectStreamed(std::span<const double> x, int rows, const WeightMatrix& matrix, std::span<double> out) {
+namespace {
+
+// x's rows as a Q8_0 product reads them: each rounded to float, quantized, read back.
+wb::Expected<std::vector<double>> QuantizedInputs(std::span<const double> x, int rows, int width,
+                                                  const WeightMatrix& matrix) {
+  std::vector<double> out(x.size());
+  std::vector<float> row(static_cast<size_t>(width));
+  auto bytes = wb::RowBytes(wb::TensorType::kQ8_0, static_cast<uint64_t>(width));
+  if (!bytes) return bytes.error();
+  std::vector<std::byte> blocks(*bytes);
+  for (int r = 0; r < rows; ++r) {
+    const auto in = x.subspan(static_cast<size_t>(r) * width, width);
+    std::transform(in.begin(), in.end(), row.begin(), [](double v) { return static_cast<float>(v); });
+    if (wb::Status s = wb::QuantizeRowQ8_0(row, blocks); !s.ok()) {
+      return wb::BadData(fmt::format("{}: the input of its product cannot be quantized: {}", matrix.name,
+                                     s.error().message));
+    }
+    if (wb::Status s = wb::DequantizeRow(wb::TensorType::kQ8_0, blocks, row); !s.ok()) return s.error();
+    std::copy(row.begin(), row.end(), out.begin() + static_cast<ptrdiff_t>(r) * width);
+  }
+  return out;
+}
+
+}  // namespace
+
+wb::Status ProjectStreamed(std::span<const double> x, int rows, const WeightMatrix& matrix, std::span<double> out,
+                           ProductInputs inputs) {
   const int inWidth = static_cast<int>(matrix.cols);
   const int outWidth = static_cast<int>(matrix.rows);
   assert(x.size() == static_cast<size_t>(rows) * inWidth && out.size() == static_cast<size_t>(rows) * outWidth);
+  const wb::TensorType type = matrix.tensor.type;
+  if (inputs == ProductInputs::kQ8_0ForBlockMatrices && (type == wb::TensorType::kQ8_0 || type == wb::TensorType::kQ4_0)) {
+    auto quantized = QuantizedInputs(x, rows, inWidth, matrix);
+    if (!quantized) return quantized.error();
+    return ProjectStreamed(*quantized, rows, matrix, out, ProductInputs::kExact);
+  }
   std::vector<float> chunk;
   std::vector<double> partial;
   for (int first = 0; first < outWidth; first += kStreamRows) {
@@ -42,14 +77,14 @@ wb::Status GatherRows(const WeightMatrix& matrix, std::span<const int> ids, std:
 }
 
 wb::Status GatedFfnStreamed(std::span<const double> x, int rows, const WeightMatrix& gate, const WeightMatrix& up,
-                            const WeightMatrix& down, Activation activation, std::span<double> out) {
+                            const WeightMatrix& down, Activation activation, std::span<double> out, ProductInputs inputs) {
   const size_t hiddenWidth = gate.rows;
   std::vector<double> gated(rows * hiddenWidth);
   std::vector<double> upRows(gated.size());
-  if (wb::Status s = ProjectStreamed(x, rows, gate, gated); !s.ok()) return s;
-  if (wb::Status s = ProjectStreamed(x, rows, up, upRows); !s.ok()) return s;
+  if (wb::Status s = ProjectStreamed(x, rows, gate, gated, inputs); !s.ok()) return s;
+  if (wb::Status s = ProjectStreamed(x, rows, up, upRows, inputs); !s.ok()) return s;
   GatedProduct(gated, upRows, activation, GatedBranch::kGate, gated);  // in place: act(gate) ⊙ up
-  return ProjectStreamed(gated, rows, down, out);
+  return ProjectStreamed(gated, rows, down, out, inputs);
 }
 
 void AddBias(std::span<double> x, int rows, std::span<const float> bias) {

@@ -17,9 +17,18 @@ namespace ref {
 
 constexpr int kStreamRows = 256;
 
+// What a product does to its input rows first.
+enum class ProductInputs {
+  kExact,
+  // For a Q8_0 or Q4_0 matrix, each input row rounded to float and quantized to Q8_0 blocks
+  // (ggml's quantize_row_q8_0_ref: the model library's QuantizeRowQ8_0), then read back: the
+  // values llama.cpp's kernels and stage 4's matmul_q multiply; other types are left exact.
+  kQ8_0ForBlockMatrices,
+};
+
 // out[r, o] = Σ_i matrix[o, i] · x[r, i]: x is rows x matrix.cols, out rows x matrix.rows.
 wb::Status ProjectStreamed(std::span<const double> x, int rows, const wb::model::WeightMatrix& matrix,
-                           std::span<double> out);
+                           std::span<double> out, ProductInputs inputs = ProductInputs::kExact);
 
 // out[r] = matrix row ids[r], widened to double: out is ids.size() x matrix.cols.
 wb::Status GatherRows(const wb::model::WeightMatrix& matrix, std::span<const int> ids, std::span<double> out);
@@ -27,7 +36,8 @@ wb::Status GatherRows(const wb::model::WeightMatrix& matrix, std::span<const int
 // out = down(act(gate · x) ⊙ (up · x)), row by row (GatedFfn of ops.h, streamed).
 wb::Status GatedFfnStreamed(std::span<const double> x, int rows, const wb::model::WeightMatrix& gate,
                             const wb::model::WeightMatrix& up, const wb::model::WeightMatrix& down,
-                            Activation activation, std::span<double> out);
+                            Activation activation, std::span<double> out,
+                            ProductInputs inputs = ProductInputs::kExact);
 
 // x[r, c] += bias[c] for every row; nothing when bias is empty.
 void AddBias(std::span<double> x, int rows, std::span<const float> bias);

@@ -37,6 +37,8 @@ std::span<const double> DecoderCase::Rows(std::span<const double> all, const Cal
 
 ref::DecoderOptions DecoderCase::Options() const {
   ref::DecoderOptions options;
+  // The provided kernels quantize a Q8_0 or Q4_0 product's input rows (stage05_kernels.h).
+  options.quantizeProductInputs = true;
   switch (geometry.type) {
     case CacheType::kF32: options.cache.type = ref::CacheRowType::kF32; break;
     case CacheType::kF16: options.cache.type = ref::CacheRowType::kF16; break;
@@ -111,17 +113,18 @@ Expected<DecoderCase> PrepareDecoderCase(const CaseSpec& spec, const WorkbookPat
   auto bound = model::BindWeights(c.config, *c.source);
   if (!bound) return BadData(bound.error().message);
   c.weights = std::move(bound).value();
-  auto quantized = [](const model::WeightMatrix& m) {
+  auto blockQuantized = [](const model::WeightMatrix& m) {
     return m.tensor.type == TensorType::kQ8_0 || m.tensor.type == TensorType::kQ4_0;
   };
-  c.quantizedProducts = quantized(c.weights.head);
+  c.quantizedProducts = blockQuantized(c.weights.head);
   for (const auto& layer : c.weights.layers) {
     for (const model::WeightMatrix* m : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down,
                                          &layer.router}) {
-      c.quantizedProducts = c.quantizedProducts || quantized(*m);
+      c.quantizedProducts = c.quantizedProducts || blockQuantized(*m);
     }
     for (const auto& expert : layer.experts) {
-      c.quantizedProducts = c.quantizedProducts || quantized(expert.gate) || quantized(expert.up) || quantized(expert.down);
+      c.quantizedProducts =
+          c.quantizedProducts || blockQuantized(expert.gate) || blockQuantized(expert.up) || blockQuantized(expert.down);
     }
   }
 

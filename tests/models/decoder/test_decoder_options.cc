@@ -345,3 +345,35 @@ TEST_CASE("windowOffByOne: a sliding layer's rows at p >= W change, earlier rows
   options.windowOffByOne = true;
   CHECK(SameTrace(Trace(llama, DecoderOptions{}), Trace(llama, options)));
 }
+
+TEST_CASE("quantizeProductInputs: a Q8_0 model's products read Q8_0-rounded inputs; other types are unchanged") {
+  // On the Q8_0 llama, q is the first product of a quantized matrix: norm1 stays, q moves by
+  // about the 8-bit rounding of norm1 (well under 1 % of its RMS, never 0).
+  const Fixture q8 = Open("llama", "model-q8_0.gguf");
+  DecoderOptions options;
+  options.quantizeProductInputs = true;
+  const ref::DecoderTrace exact = Trace(q8, DecoderOptions{});
+  const ref::DecoderTrace rounded = Trace(q8, options);
+  CHECK(SameBuffer(exact, rounded, 0, Checkpoint::kNorm1));
+  CHECK_FALSE(SameBuffer(exact, rounded, 0, Checkpoint::kQ));
+  const auto a = exact.Buffer(0, Checkpoint::kQ);
+  const auto b = rounded.Buffer(0, Checkpoint::kQ);
+  double worst = 0;
+  double sumSquares = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(a[i] - b[i]));
+    sumSquares += a[i] * a[i];
+  }
+  CHECK(worst < 0.05 * std::sqrt(sumSquares / static_cast<double>(a.size())));
+  // The same switch on the f16 and bf16 files: nothing to round, the trace bit for bit.
+  for (const char* file : {"model.gguf", "hf"}) {
+    CAPTURE(file);
+    const Fixture f = Open("llama", file);
+    const ref::DecoderTrace plain = Trace(f, DecoderOptions{});
+    const ref::DecoderTrace same = Trace(f, options);
+    for (int layer = 0; layer < f.config().layerCount(); ++layer) {
+      CHECK(SameBuffer(plain, same, layer, Checkpoint::kOutput));
+    }
+    CHECK(Same(plain.logits.values, same.logits.values));
+  }
+}
