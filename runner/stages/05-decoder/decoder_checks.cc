@@ -91,11 +91,18 @@ class CaseChecker {
                              int width, int headDim, const char* unit) const;
   void DescribeCall(int call);
   void DescribeLayer(int call, int layer);
-  // The call's rows of a layer's k or v as the cache holds them after the call (decoded with
-  // the int8 group `group`, the contract's when 0).
-  std::vector<float> StoredRows(int call, int layer, int which, int group = 0) const;
-  // Rows of positions 0 .. the call's last, as the cache holds them after the call.
-  std::vector<float> StoredRowsUpTo(int call, int layer, int which) const;
+  // Rows of positions first .. first + count - 1 of a layer's keys (which 0) or values (1), as
+  // the cache holds them after call `afterCall`, read back through the page table with the
+  // int8 group `group` (the contract's when 0); a row never stored reads as the poison word.
+  std::vector<float> DecodedRows(int afterCall, int layer, int which, int first, int count, int group = 0) const;
+  // The call's own rows, and the rows of every position up to the call's last (what its
+  // attention reads), after the call.
+  std::vector<float> StoredRows(int call, int layer, int which, int group = 0) const {
+    return DecodedRows(call, layer, which, data_.calls[call].position, data_.calls[call].tokens, group);
+  }
+  std::vector<float> StoredRowsUpTo(int call, int layer, int which) const {
+    return DecodedRows(call, layer, which, 0, data_.calls[call].position + data_.calls[call].tokens);
+  }
   ref::StepContext Context(int call, int layer) const {
     return ref::StepContext{data_.config, data_.weights, options_, layer, data_.calls[call].position,
                             data_.calls[call].tokens};
@@ -178,13 +185,18 @@ CheckpointDescriptor CaseChecker::Value(std::string name, std::span<const float>
   return d;
 }
 
-std::vector<float> CaseChecker::StoredRows(int call, int layer, int which, int group) const {
-  const CallSpan& span = data_.calls[call];
+std::vector<float> CaseChecker::DecodedRows(int afterCall, int layer, int which, int first, int count,
+                                            int group) const {
   const int width = data_.config.kvWidth();
-  std::vector<float> rows(static_cast<size_t>(span.tokens) * width);
-  const auto arena = const_cast<CaseChecker*>(this)->ArenaAfter(call);
-  for (int i = 0; i < span.tokens; ++i) {
-    const auto bytes = arena.subspan(RowOffset(layer, which, span.position + i), rowBytes_);
+  const int g = group == 0 ? group_ : group;
+  const ref::CacheRowType type = RowTypeOf(data_.geometry.type);
+  const size_t bytesOfGroup = ref::CacheRowBytes(type, width, g);
+  float poison;
+  std::memcpy(&poison, &shm::kPoisonWord, 4);
+  std::vector<float> rows(static_cast<size_t>(count) * width);
+  const auto arena = const_cast<CaseChecker*>(this)->ArenaAfter(afterCall);
+  for (int i = 0; i < count; ++i) {
+    const auto bytes = arena.subspan(RowOffset(layer, which, first + i), rowBytes_);
     std::span<float> out(rows.data() + static_cast<size_t>(i) * width, width);
     // A row still entirely the poison the arena started as was never stored: say so as the
     // float checks do, with the poison word.
@@ -195,37 +207,12 @@ std::vector<float> CaseChecker::StoredRows(int call, int layer, int which, int g
       poisoned = word == shm::kPoisonWord;
     }
     if (poisoned) {
-      float poison;
-      const uint32_t word = shm::kPoisonWord;
-      std::memcpy(&poison, &word, 4);
       std::fill(out.begin(), out.end(), poison);
       continue;
     }
-    const int g = group == 0 ? group_ : group;
-    const size_t bytesOfGroup = ref::CacheRowBytes(RowTypeOf(data_.geometry.type), width, g);
-    ref::DecodeCacheRow(RowTypeOf(data_.geometry.type), g,
+    ref::DecodeCacheRow(type, g,
                         std::span(reinterpret_cast<const std::byte*>(bytes.data()), std::min(bytes.size(), bytesOfGroup)),
                         out);
-  }
-  return rows;
-}
-
-std::vector<float> CaseChecker::StoredRowsUpTo(int call, int layer, int which) const {
-  const int width = data_.config.kvWidth();
-  std::vector<float> rows;
-  for (int earlier = 0; earlier <= call; ++earlier) {
-    // Each call's own rows as the last call left them: a later call must not have touched them
-    // (cacheOtherRows), and attention reads them as they are now.
-    const CallSpan& span = data_.calls[earlier];
-    std::vector<float> part(static_cast<size_t>(span.tokens) * width);
-    const auto arena = const_cast<CaseChecker*>(this)->ArenaAfter(call);
-    for (int i = 0; i < span.tokens; ++i) {
-      const auto bytes = arena.subspan(RowOffset(layer, which, span.position + i), rowBytes_);
-      ref::DecodeCacheRow(RowTypeOf(data_.geometry.type), group_,
-                          std::span(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()),
-                          std::span(part.data() + static_cast<size_t>(i) * width, width));
-    }
-    rows.insert(rows.end(), part.begin(), part.end());
   }
   return rows;
 }
@@ -437,16 +424,7 @@ Recognition CaseChecker::Recognise(const std::string& base, const std::string& n
     }
     if (predicted.size() != compared.size()) continue;
     const double fit = FitOf(compared, predicted, tolerance_);
-    if (fit <= 1.0) {
-      const DecoderMisconception& e = entry;
-      std::string sentence(e.sentence);
-      for (size_t at = sentence.find("{buffer}"); at != std::string::npos; at = sentence.find("{buffer}", at)) {
-        sentence.replace(at, 8, name);
-      }
-      candidates.push_back({MisconceptionHit{std::string(e.id), sentence,
-                                             fmt::format("{}#{}", stage_.lesson, e.lessonAnchor)},
-                            fit});
-    }
+    if (fit <= 1.0) candidates.push_back({entry.Hit(name, stage_.lesson), fit});
   }
   return Choose(std::move(candidates));
 }
@@ -502,14 +480,7 @@ CheckpointReport CaseChecker::CheckExperts(int call, int layer) {
     for (size_t i = 0; i < ids.size() && same; ++i) same = ids[i] == vIds[static_cast<size_t>(span.position) * k + i];
     if (!same) continue;
     const double fit = FitOf(weights, vWeights, tolerance_);
-    if (fit > 1.0) continue;
-    std::string sentence(entries[e].sentence);
-    for (size_t at = sentence.find("{buffer}"); at != std::string::npos; at = sentence.find("{buffer}", at)) {
-      sentence.replace(at, 8, report.name);
-    }
-    candidates.push_back({MisconceptionHit{std::string(entries[e].id), sentence,
-                                           fmt::format("{}#{}", stage_.lesson, entries[e].lessonAnchor)},
-                          fit});
+    if (fit <= 1.0) candidates.push_back({entries[e].Hit(report.name, stage_.lesson), fit});
   }
   const Recognition recognition = Choose(std::move(candidates));
   if (recognition.hit) report.misconception = recognition.hit;

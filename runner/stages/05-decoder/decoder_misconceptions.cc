@@ -1,5 +1,9 @@
 #include "decoder_misconceptions.h"
 
+#include <string>
+
+#include <fmt/format.h>
+
 namespace wb::stage05 {
 
 namespace {
@@ -16,6 +20,15 @@ bool AnySliding(const ModelConfig& c) {
 }
 
 }  // namespace
+
+MisconceptionHit DecoderMisconception::Hit(std::string_view buffer, std::string_view lessonPath) const {
+  std::string text(sentence);
+  const std::string_view placeholder = "{buffer}";
+  for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at + buffer.size())) {
+    text.replace(at, placeholder.size(), buffer);
+  }
+  return MisconceptionHit{std::string(id), text, fmt::format("{}#{}", lessonPath, lessonAnchor)};
+}
 
 std::span<const DecoderMisconception> DecoderMisconceptions() {
   static const std::vector<DecoderMisconception> kEntries = {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/config/model_weights.h"
+#include "runner/report/report.h"
 #include "reference/decoder/decoder_options.h"
 #include "stage05_decoder.h"
 
@@ -43,6 +44,9 @@ struct DecoderMisconception {
   // Turns the taught variant (the case's model and options) into the mistaken one; false
   // when the mistake cannot show in this model or case.
   bool (*apply)(Variant& variant, CacheType cache);
+
+  // The report's words for checkpoint `buffer` matching this mistake, linking `lessonPath`.
+  MisconceptionHit Hit(std::string_view buffer, std::string_view lessonPath) const;
 };
 
 std::span<const DecoderMisconception> DecoderMisconceptions();

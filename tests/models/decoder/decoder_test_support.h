@@ -14,8 +14,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -41,6 +43,33 @@ inline std::string EnvOrEmpty(const char* name) {
 // data/models and data/models/<family> in the source tree.
 inline fs::path ModelsRoot() { return fs::path(EnvOrEmpty("WB_SOURCE_ROOT")) / "data" / "models"; }
 inline fs::path FixtureDir(const std::string& family) { return ModelsRoot() / family; }
+
+// The prompt the trace tests run every fixture on: 12 tokens, longer than every window (4).
+inline const std::vector<int>& TraceTokens() {
+  static const std::vector<int> kTokens = {3, 17, 42, 8, 63, 0, 25, 17, 9, 51, 30, 6};
+  return kTokens;
+}
+
+// A fixture's weight source and its weights, bound (views into the source).
+struct BoundFixture {
+  wb::model::WeightSource source;
+  wb::model::ModelWeights weights;
+  const wb::model::ModelConfig& config() const { return source.config(); }
+};
+
+// data/models/<family>/<file> opened and bound, or the model library's error.
+inline wb::Expected<BoundFixture> OpenFixture(const std::string& family, const char* file = "hf") {
+  auto source = wb::model::WeightSource::Open((FixtureDir(family) / file).string());
+  if (!source.ok()) return source.error();
+  auto weights = wb::model::BindWeights(source->config(), *source);
+  if (!weights.ok()) return weights.error();
+  return BoundFixture{std::move(*source), std::move(*weights)};
+}
+
+// The same doubles, bit for bit.
+inline bool SameBits(std::span<const double> a, std::span<const double> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
 
 inline const std::vector<std::string>& Families() {
   static const std::vector<std::string> kFamilies = {"llama", "mistral",   "mixtral",     "qwen2",

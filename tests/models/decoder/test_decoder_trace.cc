@@ -18,7 +18,7 @@ using ref::Checkpoint;
 namespace {
 
 // Twelve tokens inside every fixture's vocabulary (64), not in order, some repeated.
-const std::vector<int> kTokens = {3, 17, 42, 8, 63, 0, 25, 17, 9, 51, 30, 6};
+const std::vector<int>& kTokens = wbtest::TraceTokens();
 
 wb::model::WeightSource OpenSource(const std::string& path) {
   auto source = wb::model::WeightSource::Open(path);

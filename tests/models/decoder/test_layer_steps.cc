@@ -22,25 +22,17 @@ using ref::StepContext;
 
 namespace {
 
-const std::vector<int> kTokens = {3, 17, 42, 8, 63, 0, 25, 17, 9, 51, 30, 6};
+const std::vector<int>& kTokens = wbtest::TraceTokens();
 
-struct Fixture {
-  wb::model::WeightSource source;
-  wb::model::ModelWeights weights;
-  const wb::model::ModelConfig& config() const { return source.config(); }
-};
+using Fixture = wbtest::BoundFixture;
 
 Fixture Open(const std::string& family, const char* file = "hf") {
-  auto source = wb::model::WeightSource::Open((wbtest::FixtureDir(family) / file).string());
-  REQUIRE_MESSAGE(source.ok(), source.error().message);
-  auto weights = wb::model::BindWeights(source->config(), *source);
-  REQUIRE_MESSAGE(weights.ok(), weights.error().message);
-  return {std::move(*source), std::move(*weights)};
+  auto fixture = wbtest::OpenFixture(family, file);
+  REQUIRE_MESSAGE(fixture.ok(), fixture.error().message);
+  return std::move(*fixture);
 }
 
-bool Same(std::span<const double> a, std::span<const double> b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
+bool Same(std::span<const double> a, std::span<const double> b) { return wbtest::SameBits(a, b); }
 
 std::span<const double> Rows(std::span<const double> buffer, int width, int first, int count) {
   return buffer.subspan(static_cast<size_t>(first) * width, static_cast<size_t>(count) * width);
