@@ -4,6 +4,7 @@
 // child, which the stage's driver runs and reports (stage 2: runner/stages/02-kv-cache/
 // bench_driver.h; stage 3: runner/stages/03-fused/bench_driver.h). Exit status: 0 measured,
 // 1 not valid (or failed while timed), 2 bad usage.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "command.h"
+#include "decoder_bench.h"
 #include "runner/engine/check.h"
 #include "runner/report/renderers.h"
 #include "runner/stages/stage_driver.h"
@@ -23,6 +25,9 @@ namespace {
 struct BenchCommandOptions {
   int stage = 0;
   bool solutions = false;
+  bool mine = false;      // stage 5: the student's decoder (the default), said explicitly
+  std::string model;      // stage 5: a model to time instead of the TinyLlama-shaped ones
+  std::string kernels = "solutions";  // stage 5: mine links the student's stage-3/4 kernels
   std::string stagesDir;
   std::string contexts;
   std::string tokens;
@@ -50,6 +55,14 @@ Expected<std::vector<int>> ParseCounts(const std::string& text, const char* opti
 
 int RunBench(const BenchCommandOptions& o) {
   const WorkbookPaths paths = DefaultPaths();
+  if (o.stage == 5 && FindStageBuild(5) != nullptr) {  // the whole decoder: decoder_bench.h
+    return RunDecoderBench({.solutions = o.solutions, .mine = o.mine, .stagesDir = o.stagesDir, .model = o.model,
+                            .kernels = o.kernels, .format = o.format, .plot = o.plot,
+                            .repeats = o.budget > 0 ? std::max(1, static_cast<int>(o.budget)) : 3});
+  }
+  if (o.stage != 5 && (o.mine || !o.model.empty() || o.kernels != "solutions")) {
+    return ReportUsageError("--mine, --model and --kernels are for bench 5");
+  }
   auto table = LoadStageTable(paths.Source("data/stages.json"));
   if (!table.ok()) return ReportError(table.error());
   const StageInfo* stage = table->Find(o.stage);
@@ -128,12 +141,18 @@ Command AddBenchCommand(CLI::App& app) {
   c->add_flag("--solutions", o->solutions, "Time the solutions/ twin instead of your stages/ file");
   c->add_option("--stages-dir", o->stagesDir, "Time the stage file of another stages/ tree");
   c->add_option("--contexts", o->contexts, "Stage 2: context lengths, comma-separated (default 512,4096)");
-  c->add_option("--budget", o->budget, "Seconds each measurement may repeat for (stage 2: default 6; stage 3: 0.25)")
+  c->add_option("--budget", o->budget, "Seconds each measurement may repeat for (stage 2: default 6; stage 3: "
+                "0.25); stage 5: runs per figure (default 3)")
       ->check(CLI::PositiveNumber);
   c->add_option("--tokens", o->tokens, "Stage 3: T values, comma-separated (default 1,16,128,512)");
   c->add_option("--format", o->format, "Stage 3: text (a table) or json, on stdout")
       ->check(CLI::IsMember({"text", "json"}));
-  c->add_option("--plot", o->plot, "Stage 3: also draw the roofline and the ratios as an SVG file");
+  c->add_option("--plot", o->plot, "Stages 3-5: also draw the figures as an SVG file");
+  c->add_flag("--mine", o->mine, "Stage 5: time your decoder (the default)");
+  c->add_option("--model", o->model, "Stage 5: time this GGUF file or Hugging Face folder instead of the "
+                "TinyLlama-shaped models");
+  c->add_option("--kernels", o->kernels, "Stage 5: mine links your stage-3 and stage-4 kernels")
+      ->check(CLI::IsMember({"mine", "solutions"}));
   return {c, [o]() { return RunBench(*o); }};
 }
 

@@ -35,12 +35,17 @@ Command AddHintCommand(CLI::App& app);
 Command AddListCommand(CLI::App& app);
 Command AddWatchCommand(CLI::App& app);
 Command AddBenchCommand(CLI::App& app);
+// `generate`, which workbook-decoder runs (`workbook` hands it over, as a heavy stage's command).
+inline constexpr const char* kGenerateSummary = "Your decoder writes text: a prompt, sampling, tokens/s";
+Command AddGenerateCommand(CLI::App& app);
 
 // The model library's commands (workbook-models, runner/cli/models_main.cc); `workbook`
 // lists them with these summaries and hands them over.
 inline constexpr const char* kInspectSummary = "Show what a GGUF file or Hugging Face checkpoint holds";
 inline constexpr const char* kReferenceSummary = "Print the float64 reference decoder's logits for a prompt";
+inline constexpr const char* kConvertSummary = "Write a Hugging Face checkpoint as a GGUF file (f16, q8_0 or q4_0)";
 Command AddReferenceCommand(CLI::App& app);
 Command AddInspectCommand(CLI::App& app);
+Command AddConvertCommand(CLI::App& app);
 
 }  // namespace wb::cli

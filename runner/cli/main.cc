@@ -27,7 +27,7 @@
 namespace wb::cli {
 namespace {
 
-constexpr std::string_view kModelCommands[] = {"inspect", "reference"};
+constexpr std::string_view kModelCommands[] = {"inspect", "reference", "convert"};
 
 bool IsModelCommand(std::string_view name) {
   for (std::string_view command : kModelCommands) {
@@ -70,6 +70,7 @@ int StageArgument(int argc, char** argv) {
 // for `list` of every stage when workbook-decoder has been built (it lists them all).
 bool IsHeavyStageCommand(int argc, char** argv) {
   if (!wb::HeavyStageBuilds().empty()) return false;  // this is workbook-decoder
+  if (argc > 1 && std::string_view(argv[1]) == "generate") return true;  // stage 5's decoder writes text
   if (argc > 1 && std::string_view(argv[1]) == "list") {
     std::error_code ec;
     const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -84,6 +85,7 @@ bool IsHeavyStageCommand(int argc, char** argv) {
 void ListModelCommands(CLI::App& app) {
   app.add_subcommand("inspect", kInspectSummary);
   app.add_subcommand("reference", kReferenceSummary);
+  app.add_subcommand("convert", kConvertSummary);
 }
 
 }  // namespace
@@ -102,6 +104,11 @@ int main(int argc, char** argv) {
       AddListCommand(app),
       AddBenchCommand(app),
   };
+  if (!wb::HeavyStageBuilds().empty()) {
+    commands.push_back(AddGenerateCommand(app));
+  } else {
+    app.add_subcommand("generate", kGenerateSummary);  // handed over to workbook-decoder
+  }
   ListModelCommands(app);
   return ParseAndRun(app, commands, argc, argv);
 }

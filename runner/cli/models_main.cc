@@ -1,4 +1,4 @@
-// workbook-models: the model library's front ends, `inspect` and `reference`. Users reach
+// workbook-models: the model library's front ends, `inspect`, `reference` and `convert`. Users reach
 // it as `workbook inspect ...` and `workbook reference ...`: the runner's executable hands
 // those commands to this one (runner/cli/main.cc), so only they pay for building the
 // model-file readers and the eight-family reference. Exit status as in main.cc.
@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   std::vector<Command> commands = {
       AddReferenceCommand(app),
       AddInspectCommand(app),
+      AddConvertCommand(app),
   };
   return ParseAndRun(app, commands, argc, argv);
 }

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_call.h"
+#include "bench_probe.h"
 #include "reference/block/block_shape.h"
 #include "reference/gen/block_data.h"
 #include "runner/engine/case_verdict.h"
@@ -44,70 +45,8 @@ using stage03::Timing;
 constexpr std::array<int, 2> kThreadCounts = {1, 2};
 constexpr double kDefaultBudget = 0.5;  // seconds per measurement: a Q8_0 decode on one
                                         // thread cycles its copies a few times in it
-constexpr uint64_t kFallbackCacheBytes = uint64_t{32} << 20;
-constexpr const char* kCacheSysfs = "/sys/devices/system/cpu/cpu0/cache";
-constexpr const char* kCacheOverride = "WB_BENCH_LLC_BYTES";
 
-// --- how much memory is "larger than the cache" ------------------------------------------------
-struct CacheSize {
-  uint64_t bytes = 0;
-  std::string source;  // where the size came from, in words
-};
-
-// A sysfs cache size: "32768K", "1024K", "32M" (the kernel's cache_size_show prints K).
-uint64_t ParseSysfsSize(const std::string& text) {
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (end == text.c_str()) return 0;
-  switch (*end) {
-    case 'K': return value << 10;
-    case 'M': return value << 20;
-    case 'G': return value << 30;
-    default: return value;
-  }
-}
-
-std::string FirstLine(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-// The largest-level data or unified cache sysfs lists for cpu0; 0 bytes when it lists none
-// (a VM without the folder: this one's kernel reports no cache topology).
-CacheSize SysfsLastLevelCache() {
-  CacheSize best;
-  int bestLevel = 0;
-  std::error_code error;
-  for (auto entry = std::filesystem::directory_iterator(kCacheSysfs, error);
-       !error && entry != std::filesystem::directory_iterator(); entry.increment(error)) {
-    const std::filesystem::path folder = entry->path();
-    if (folder.filename().string().rfind("index", 0) != 0) continue;
-    if (FirstLine(folder / "type") == "Instruction") continue;
-    const int level = std::atoi(FirstLine(folder / "level").c_str());
-    const uint64_t bytes = ParseSysfsSize(FirstLine(folder / "size"));
-    if (level > bestLevel && bytes > 0) {
-      bestLevel = level;
-      best = {bytes, fmt::format("sysfs, {} (level {})", folder.string(), level)};
-    }
-  }
-  return best;
-}
-
-Expected<CacheSize> LastLevelCache() {
-  if (const char* forced = std::getenv(kCacheOverride); forced != nullptr && *forced != '\0') {
-    char* end = nullptr;
-    const unsigned long long bytes = std::strtoull(forced, &end, 10);
-    if (*end != '\0' || bytes == 0) return BadUsage(fmt::format("{}: '{}' is not a byte count", kCacheOverride, forced));
-    return CacheSize{bytes, fmt::format("{} (set for a test)", kCacheOverride)};
-  }
-  if (CacheSize sysfs = SysfsLastLevelCache(); sysfs.bytes > 0) return sysfs;
-  if (const long level3 = sysconf(_SC_LEVEL3_CACHE_SIZE); level3 > 0) {
-    return CacheSize{static_cast<uint64_t>(level3), "sysconf(_SC_LEVEL3_CACHE_SIZE), no sysfs cache folder"};
-  }
-  return CacheSize{kFallbackCacheBytes, "a fixed 32 MiB: neither sysfs nor sysconf reports a cache"};
-}
+// --- how much memory is "larger than the cache": LastLevelCache (bench_probe.h) ---------------
 
 // The sizes the cache decides: the probe's buffer and how many copies of each decode matrix
 // make at least twice the cache (at least one copy, which then is that large by itself).
@@ -160,54 +99,18 @@ std::string TimeRange(const Timing& t) {
 std::string Mebibytes(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
 // --- the yardstick: trusted, started outside the sandbox -----------------------------------
-// Runs stage04-yardstick with `args` for at most timeoutSeconds and returns the JSON object it
-// prints; its stderr is this process's, so a usage message shows.
+// Runs stage04-yardstick with `args` and returns the JSON object it prints (bench_probe.h),
+// checked to hold a timing per thread count.
 Expected<json> RunYardstick(const std::vector<std::string>& args, double timeoutSeconds) {
   std::vector<std::string> argv = {WB_STAGE04_YARDSTICK};
   argv.insert(argv.end(), args.begin(), args.end());
   const std::string what = fmt::format("the bench's yardstick (stage04-yardstick {})", args.front());
-  std::vector<char*> pointers;
-  for (std::string& a : argv) pointers.push_back(a.data());
-  pointers.push_back(nullptr);
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return SystemError(fmt::format("cannot start {}: no pipe", what));
-  std::fflush(nullptr);  // nothing buffered here is printed twice by the child's copy
-  const pid_t pid = fork();
-  if (pid < 0) return SystemError(fmt::format("cannot start {}: fork failed", what));
-  if (pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    execv(pointers[0], pointers.data());
-    _exit(127);
-  }
-  close(out[1]);
-  std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
-  bool timedOut = false;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timedOut = true;
-      break;
-    }
-    pollfd ready{.fd = out[0], .events = POLLIN, .revents = 0};
-    if (poll(&ready, 1, static_cast<int>(std::min<long long>(left.count(), 1000))) <= 0) continue;
-    char buffer[4096];
-    const ssize_t n = read(out[0], buffer, sizeof buffer);
-    if (n <= 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  close(out[0]);
-  if (timedOut) kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (timedOut) return InternalError(fmt::format("{} ran past {:.0f} s", what, timeoutSeconds));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return InternalError(what + " failed: rebuild the workbook");
-  try {
-    json result = json::parse(text);
-    if (result.is_object() && result.contains("seconds") && result["seconds"].size() == kThreadCounts.size()) {
-      return result;
-    }
-  } catch (const json::exception&) {
+  auto result = RunJsonProgram(argv, what, timeoutSeconds);
+  if (!result) return result.error();
+  if (result->exitStatus != 0) return InternalError(what + " failed: rebuild the workbook");
+  const json& printed = result->json;
+  if (printed.is_object() && printed.contains("seconds") && printed["seconds"].size() == kThreadCounts.size()) {
+    return printed;
   }
   return InternalError(what + " printed no result: rebuild the workbook");
 }

@@ -2,13 +2,10 @@
 // cache. The child opens the model itself, through the model library it is linked with, so
 // the decoder reads the file as any program using it would.
 //
-// Allocations are counted here: malloc and its kin are replaced by versions that count and
-// then call glibc's own (__libc_malloc and friends, which glibc exports for this purpose),
-// and operator new reaches them through malloc. The count of each call goes back to the
-// runner, which reports a decode step that allocated. (Not under AddressSanitizer, which
-// replaces malloc itself: a sanitized child reports no count.)
+// Allocations are counted (runner/harness/allocation_count.h, linked into the child): the
+// count of each call goes back to the runner, which reports a decode step that allocated.
+// (Not under AddressSanitizer, which replaces malloc itself: a sanitized child reports no count.)
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,55 +13,11 @@
 #include <vector>
 
 #include "decoder_call.h"
+#include "runner/harness/allocation_count.h"
 #include "model/config/model_weights.h"
 #include "model/config/weight_source.h"
 #include "runner/harness/harness.h"
 #include "stage05_decoder.h"
-
-#ifndef __SANITIZE_ADDRESS__
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-extern "C" {
-void* __libc_malloc(size_t size);
-void* __libc_calloc(size_t count, size_t size);
-void* __libc_realloc(void* pointer, size_t size);
-void* __libc_memalign(size_t alignment, size_t size);
-
-void* malloc(size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return __libc_malloc(size);
-}
-void* calloc(size_t count, size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return __libc_calloc(count, size);
-}
-void* realloc(void* pointer, size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return __libc_realloc(pointer, size);
-}
-void* memalign(size_t alignment, size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return __libc_memalign(alignment, size);
-}
-void* aligned_alloc(size_t alignment, size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return __libc_memalign(alignment, size);
-}
-int posix_memalign(void** out, size_t alignment, size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  void* p = __libc_memalign(alignment, size);
-  if (p == nullptr) return ENOMEM;
-  *out = p;
-  return 0;
-}
-}  // extern "C"
-
-static uint64_t AllocationsSoFar() { return g_allocations.load(std::memory_order_relaxed); }
-#else
-static uint64_t AllocationsSoFar() { return 0; }
-#endif
 
 namespace wb::harness {
 

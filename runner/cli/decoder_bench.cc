@@ -1,0 +1,267 @@
+// `workbook bench 5 [--solutions|--mine] [--model PATH] [--kernels mine] [--format json] [--plot FILE]`:
+// the whole decoder against this machine's memory bandwidth, every figure from one run.
+//
+// Order, as every bench here (llm.c's dev/cuda): validate, then time. The decoder is checked
+// on stage 5's visible suite first (a wrong decoder's speed means nothing); then, on the
+// same machine in the same run:
+//   - the probe: the read bandwidth over a buffer twice the last-level cache, on 1 and 2
+//     threads (stage 4's yardstick, runner/stages/04-quant/bench_probe.h);
+//   - each model (--model, or by default a TinyLlama-1.1B-shaped model with random weights in
+//     Q4_0, Q8_0 and F16, written once into build/bench-models/ by make-tinyllama-gguf): the
+//     generate program's bench mode (runner/generate/generate_bench.h) with the chosen
+//     decoder: prefill of 128 tokens and 64 decode steps, on 1 and 2 threads, tokens/s per run;
+//   - from those: the weight bytes one decoded token reads, times decode tokens/s, as GB/s and
+//     as a share of the probe at the same thread count (decode streams every weight once per
+//     token, so that share is how close it runs to the memory's speed); peak resident memory
+//     against the file's size; allocations during decode steps (there must be none).
+// The medians are what the table compares; the fastest and slowest runs show the noise.
+// Exit status: 0 measured; 1 the decoder failed the check or failed while timed; 2 bad usage.
+#include "decoder_bench.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "generate_program.h"
+#include "runner/engine/check.h"
+#include "runner/engine/paths.h"
+#include "runner/report/renderers.h"
+#include "runner/stages/04-quant/bench_probe.h"
+#include "runner/stages/04-quant/stage04_paths.h"
+
+namespace wb::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr int kDecoderStage = 5;
+constexpr double kProbeBudgetSeconds = 0.5;
+
+struct Rates {
+  double median = 0, fastest = 0, slowest = 0;
+};
+
+Rates RatesOf(const json& values) {
+  std::vector<double> v;
+  for (const json& x : values) v.push_back(x.get<double>());
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return {n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v.back(), v.front()};
+}
+
+std::string RateText(const Rates& r) {
+  return fmt::format("{:8.1f} ({:.1f}-{:.1f})", r.median, r.slowest, r.fastest);
+}
+
+// The default models: TinyLlama-1.1B's shape, 22 layers, random weights, one file per type.
+Expected<std::vector<std::string>> DefaultModels(const WorkbookPaths& paths, std::FILE* progress) {
+  const fs::path folder = paths.Build("bench-models");
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec) return SystemError(fmt::format("{}: cannot create it: {}", folder.string(), ec.message()));
+  std::vector<std::string> models;
+  for (const char* type : {"q4_0", "q8_0", "f16"}) {
+    const fs::path file = folder / fmt::format("tinyllama-1.1b-shape-{}.gguf", type);
+    if (!fs::exists(file)) {
+      std::fprintf(progress, "bench: writing %s (once; random weights in TinyLlama-1.1B's shape)\n", file.c_str());
+      std::fflush(progress);
+      auto made = stage04::RunJsonProgram(
+          {paths.Build("reference/fixtures/make-tinyllama-gguf"), file.string(), "--layers", "22", "--type", type},
+          fmt::format("make-tinyllama-gguf ({})", type), 900);
+      if (!made) return made.error();
+      if (made->exitStatus != 0) return InternalError(fmt::format("make-tinyllama-gguf could not write {}", file.string()));
+    }
+    models.push_back(file.string());
+  }
+  return models;
+}
+
+Status WritePlot(const std::string& path, const json& report) {
+  // One bar per model and thread count: decode's share of the probe's bandwidth, with the 80 %
+  // line the lesson asks for.
+  std::vector<std::pair<std::string, double>> bars;
+  for (const json& m : report["models"]) {
+    for (const json& r : m["runs"]) {
+      bars.emplace_back(fmt::format("{} · {}t", fs::path(m["model"].get<std::string>()).stem().string(),
+                                    r["threads"].get<int>()),
+                        r["decode_share_of_probe"].get<double>());
+    }
+  }
+  const int width = 720, rowHeight = 28, left = 300, top = 40;
+  const int height = top + static_cast<int>(bars.size()) * rowHeight + 40;
+  const double scale = (width - left - 40) / 1.2;  // 0 .. 120 %
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "font-size=\"13\">\n<text x=\"10\" y=\"22\">Decode: weight bytes read per second, as a share of the "
+      "read-bandwidth probe</text>\n",
+      width, height);
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const int y = top + static_cast<int>(i) * rowHeight;
+    const double share = std::max(0.0, bars[i].second);
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 8, y + 17, bars[i].first);
+    svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"20\" fill=\"#4a7ab5\"/>\n", left, y + 3,
+                       std::min(share, 1.2) * scale);
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{:.0f} %</text>\n", left + std::min(share, 1.2) * scale + 6, y + 17,
+                       share * 100);
+  }
+  const double eighty = left + 0.8 * scale;
+  svg += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#c33\" stroke-dasharray=\"4 3\"/>\n"
+                     "<text x=\"{0:.1f}\" y=\"{3}\" fill=\"#c33\" text-anchor=\"middle\">80 %</text>\n</svg>\n",
+                     eighty, top, height - 30, height - 14);
+  const std::string temporary = path + ".partial";
+  std::FILE* f = std::fopen(temporary.c_str(), "w");
+  if (f == nullptr) return BadUsage(fmt::format("{}: cannot write the plot", path));
+  const bool written = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
+  if (std::fclose(f) != 0 || !written) {
+    std::remove(temporary.c_str());
+    return SystemError(fmt::format("{}: cannot write the plot", path));
+  }
+  std::error_code ec;
+  fs::rename(temporary, path, ec);
+  if (ec) return SystemError(fmt::format("{}: cannot write the plot: {}", path, ec.message()));
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunDecoderBench(const DecoderBenchOptions& o) {
+  const WorkbookPaths paths = DefaultPaths();
+  std::FILE* progress = o.format == "json" ? stderr : stdout;
+  if (o.mine && o.solutions) return ReportUsageError("--mine and --solutions: choose one");
+  if (!o.plot.empty()) {  // refused before anything is measured
+    std::FILE* f = std::fopen((o.plot + ".partial").c_str(), "w");
+    if (f == nullptr) return ReportUsageError(fmt::format("{}: cannot write the plot there", o.plot));
+    std::fclose(f);
+    std::remove((o.plot + ".partial").c_str());
+  }
+  if (!o.model.empty() && !fs::exists(o.model)) {
+    return ReportUsageError(fmt::format("{}: no such model file or folder", o.model));
+  }
+
+  // Validate: stage 5's visible suite, as `check 5` runs it.
+  CheckOptions check;
+  check.stage = kDecoderStage;
+  check.solutions = o.solutions;
+  check.stagesDir = o.stagesDir;
+  check.kernels = o.kernels;
+  auto validated = RunCheck(check, paths);
+  if (!validated.ok()) return ReportError(validated.error());
+  if (validated->status != RunStatus::kPass) {
+    std::fputs(RenderText(*validated, DetectTextStyle()).c_str(), progress);
+    std::fprintf(progress,
+                 "\nbench: not timed. %s fails stage 5's visible cases, and a wrong decoder's speed means nothing: "
+                 "`./workbook check 5` until it passes, then bench again.\n",
+                 validated->source.c_str());
+    return kExitFail;
+  }
+  std::fprintf(progress, "bench: %s passes stage 5's visible cases; timing it.\n", validated->source.c_str());
+  std::fflush(progress);
+
+  auto program = GenerateProgram({.mine = !o.solutions, .solutions = o.solutions, .kernels = o.kernels,
+                                  .stagesDir = o.stagesDir});
+  if (!program) return ReportError(program.error());
+  if (program->path.empty()) return kExitFail;
+  std::vector<std::string> models;
+  if (o.model.empty()) {
+    auto defaults = DefaultModels(paths, progress);
+    if (!defaults) return ReportError(defaults.error());
+    models = *defaults;
+  } else {
+    models = {o.model};
+  }
+
+  // The probe.
+  auto cache = stage04::LastLevelCache();
+  if (!cache) return ReportError(cache.error());
+  const uint64_t probeBytes = 2 * cache->bytes;
+  auto probe = stage04::RunJsonProgram(
+      {WB_STAGE04_YARDSTICK, "probe", std::to_string(probeBytes), fmt::format("{}", kProbeBudgetSeconds)},
+      "the bench's yardstick (stage04-yardstick probe)", 300);
+  if (!probe) return ReportError(probe.error());
+  if (probe->exitStatus != 0 || !probe->json.contains("seconds") || probe->json["seconds"].size() != 2) {
+    return ReportError(InternalError("the bench's yardstick printed no probe: rebuild the workbook"));
+  }
+  const double probeGbs[2] = {probeBytes / probe->json["seconds"][0]["median"].get<double>() / 1e9,
+                              probeBytes / probe->json["seconds"][1]["median"].get<double>() / 1e9};
+
+  json report = {{"stage", kDecoderStage},
+                 {"decoder", program->decoderName},
+                 {"source", validated->source},
+                 {"last_level_cache", {{"bytes", cache->bytes}, {"source", cache->source}}},
+                 {"probe", {{"bytes", probeBytes}, {"gb_per_second", {probeGbs[0], probeGbs[1]}}}},
+                 {"models", json::array()}};
+  if (o.format != "json") {
+    std::printf("\n%s\nprobe: read bandwidth %.1f GB/s on 1 thread, %.1f GB/s on 2 (a %.0f MiB buffer, twice the "
+                "last-level cache: %s)\n\n",
+                program->decoderName.c_str(), probeGbs[0], probeGbs[1], probeBytes / 1048576.0, cache->source.c_str());
+    std::printf("%-34s %3s  %-26s %-26s %10s %8s %8s\n", "model", "thr", "prefill 128, tokens/s", "decode 64, tokens/s",
+                "weights/tok", "GB/s", "of probe");
+    std::fflush(stdout);
+  }
+  for (const std::string& model : models) {
+    auto timed = stage04::RunJsonProgram({program->path, "--model", model, "--bench", "--bench-threads", "1,2",
+                                          "--bench-repeats", std::to_string(o.repeats), "--cache", "f16",
+                                          "--decoder-name", program->decoderName},
+                                         fmt::format("the decoder's bench on {}", model), 3600);
+    if (!timed) return ReportError(timed.error());
+    if (timed->exitStatus != 0 || !timed->json.is_object()) {
+      std::fprintf(progress, "bench: %s failed while timed on %s (its message is above)\n",
+                   program->decoderName.c_str(), model.c_str());
+      return timed->exitStatus == 2 ? kExitBadInput : kExitFail;
+    }
+    json entry = timed->json;
+    const double weightBytes = entry["weight_bytes_per_token"].get<double>();
+    for (json& run : entry["runs"]) {
+      const int threads = run["threads"].get<int>();
+      const Rates prefill = RatesOf(run["prefill_tokens_per_second"]);
+      const Rates decode = RatesOf(run["decode_tokens_per_second"]);
+      const double gbs = decode.median * weightBytes / 1e9;
+      const double share = gbs / probeGbs[std::min(threads, 2) - 1];
+      run["decode_gb_per_second"] = gbs;
+      run["decode_share_of_probe"] = share;
+      if (o.format != "json") {
+        std::printf("%-34s %3d  %-26s %-26s %8.1f MB %8.2f %7.0f %%\n", fs::path(model).filename().c_str(), threads,
+                    RateText(prefill).c_str(), RateText(decode).c_str(), weightBytes / 1e6, gbs, share * 100);
+      }
+    }
+    if (o.format != "json") {
+      uint64_t allocations = 0;
+      bool counted = false;
+      for (const json& run : entry["runs"]) {
+        if (run.contains("decode_allocations")) {
+          counted = true;
+          allocations += run["decode_allocations"].get<uint64_t>();
+        }
+      }
+      std::printf("%-34s      peak memory %.0f MiB for a %.0f MiB file; decode steps allocated %s\n", "",
+                  entry["peak_rss_bytes"].get<double>() / 1048576.0, entry["file_bytes"].get<double>() / 1048576.0,
+                  counted ? (allocations == 0 ? std::string("nothing") : fmt::format("{} times", allocations)).c_str()
+                          : "(not counted in this build)");
+      std::fflush(stdout);
+    }
+    report["models"].push_back(entry);
+  }
+  if (o.format == "json") {
+    std::puts(report.dump(2).c_str());
+  } else {
+    std::printf("\n(tokens/s: the median of %d runs after a warm-up, with the slowest and fastest; GB/s: decode's "
+                "median times the weight bytes one token reads)\n",
+                o.repeats);
+  }
+  if (!o.plot.empty()) {
+    if (Status s = WritePlot(o.plot, report); !s.ok()) return ReportError(s.error());
+    std::fprintf(progress, "bench: wrote %s\n", o.plot.c_str());
+  }
+  return kExitPass;
+}
+
+}  // namespace wb::cli

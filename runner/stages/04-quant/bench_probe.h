@@ -1,0 +1,38 @@
+// What the benches of stages 4 and 5 share: how large "larger than the last-level cache" is,
+// and running a trusted helper program (the yardstick, the generate program's bench mode)
+// that prints one JSON object.
+//
+// Contract: LastLevelCache() is the largest data or unified cache sysfs lists for cpu0
+// (/sys/devices/system/cpu/cpu0/cache/index*/), else sysconf(_SC_LEVEL3_CACHE_SIZE), else a
+// fixed 32 MiB, with where the figure came from in words; for the workbook's own tests only,
+// the environment variable WB_BENCH_LLC_BYTES (a byte count) takes its place.
+// RunJsonProgram() runs argv (argv[0] a path) with this process's stderr, for at most
+// timeoutSeconds (then kills it), and returns its exit status (128 + the signal when one
+// ended it) and what it printed on stdout parsed as JSON (null when that is not JSON); an
+// error, naming `what`, only when it cannot start or runs past the time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/expected.h"
+
+namespace wb::stage04 {
+
+struct CacheSize {
+  uint64_t bytes = 0;
+  std::string source;  // where the size came from, in words
+};
+
+Expected<CacheSize> LastLevelCache();
+
+struct ProgramOutput {
+  int exitStatus = 0;
+  nlohmann::json json;  // null when stdout was not JSON
+};
+Expected<ProgramOutput> RunJsonProgram(std::vector<std::string> argv, const std::string& what, double timeoutSeconds);
+
+}  // namespace wb::stage04
