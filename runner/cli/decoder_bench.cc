@@ -7,7 +7,9 @@
 //   - the probe: the read bandwidth over a buffer twice the last-level cache, on 1 and 2
 //     threads (stage 4's yardstick, runner/stages/04-quant/bench_probe.h);
 //   - each model (--model, or by default a TinyLlama-1.1B-shaped model with random weights in
-//     Q4_0, Q8_0 and F16, written once into build/bench-models/ by make-tinyllama-gguf): the
+//     Q4_0 and Q8_0, written once into build/bench-models/ by make-tinyllama-gguf; F16 goes
+//     through the provided kernels' dequantising path at under 1 token/s on two cores, which
+//     would make the default run last half an hour, so it is timed with --model): the
 //     generate program's bench mode (runner/generate/generate_bench.h) with the chosen
 //     decoder: prefill of 128 tokens and 64 decode steps, on 1 and 2 threads, tokens/s per run;
 //   - from those: the weight bytes one decoded token reads, times decode tokens/s, as GB/s and
@@ -62,14 +64,15 @@ std::string RateText(const Rates& r) {
   return fmt::format("{:8.1f} ({:.1f}-{:.1f})", r.median, r.slowest, r.fastest);
 }
 
-// The default models: TinyLlama-1.1B's shape, 22 layers, random weights, one file per type.
+// The default models: TinyLlama-1.1B's shape, 22 layers, random weights, one file per type
+// that stage 4's integer kernels run.
 Expected<std::vector<std::string>> DefaultModels(const WorkbookPaths& paths, std::FILE* progress) {
   const fs::path folder = paths.Build("bench-models");
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (ec) return SystemError(fmt::format("{}: cannot create it: {}", folder.string(), ec.message()));
   std::vector<std::string> models;
-  for (const char* type : {"q4_0", "q8_0", "f16"}) {
+  for (const char* type : {"q4_0", "q8_0"}) {
     const fs::path file = folder / fmt::format("tinyllama-1.1b-shape-{}.gguf", type);
     if (!fs::exists(file)) {
       std::fprintf(progress, "bench: writing %s (once; random weights in TinyLlama-1.1B's shape)\n", file.c_str());

@@ -10,7 +10,7 @@ struct DecoderBenchOptions {
   bool solutions = false;
   bool mine = false;  // the default; said explicitly
   std::string stagesDir;
-  std::string model;  // "": the TinyLlama-1.1B-shaped models in Q4_0, Q8_0 and F16
+  std::string model;  // "": the TinyLlama-1.1B-shaped models in Q4_0 and Q8_0
   std::string kernels = "solutions";
   std::string format = "text";
   std::string plot;
