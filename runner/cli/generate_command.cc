@@ -95,6 +95,11 @@ Command AddGenerateCommand(CLI::App& app) {
             auto program = GenerateProgram(*choice);
             if (!program) return ReportError(program.error());
             if (program->path.empty()) return kExitFail;
+            if (::access(program->path.c_str(), X_OK) != 0) {
+              return ReportUsageError(fmt::format("{} is built on first use: run ./workbook generate (the launcher "
+                                                  "builds it), or build it with `ninja -C build generate-ready`",
+                                                  program->path));
+            }
             settings->decoderName = program->decoderName;
             std::vector<std::string> args = generate::ToArguments(*settings);
             args.insert(args.begin(), program->path);

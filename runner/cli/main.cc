@@ -94,7 +94,10 @@ void ListModelCommands(CLI::App& app) {
 int main(int argc, char** argv) {
   using namespace wb::cli;
   if (argc > 1 && IsModelCommand(argv[1])) return HandOver(argv, "workbook-models", "workbook-models");
-  if (IsHeavyStageCommand(argc, argv)) return HandOver(argv, "workbook-decoder", "decoder-ready");
+  if (IsHeavyStageCommand(argc, argv)) {
+    const bool generate = std::string_view(argv[1]) == "generate";
+    return HandOver(argv, "workbook-decoder", generate ? "generate-ready" : "decoder-ready");
+  }
   CLI::App app{"Decoder Workbook: build an LLM decoder one stage at a time.", "workbook"};
   app.require_subcommand(1);
   std::vector<Command> commands = {
