@@ -91,6 +91,17 @@ void LinkSymbols(std::vector<Symbol>& symbols) {
 
 // Byte-level BPE of one pre-tokenized piece (GPT-2's encoder.py bpe(), with llama.cpp's
 // llm_tokenizer_bpe_session queue): one symbol per byte, merges by rank.
+// A merge by its rank in the merge list (lower rank first): byte-level BPE, and SentencePiece
+// from a tokenizer.json, which lists merges instead of scores.
+bool MergeByRank(const Vocabulary& v, const Symbol& l, const Symbol& r, Candidate& c) {
+  if (l.id < 0 || r.id < 0) return false;
+  auto it = v.merges.find(PairKey(l.id, r.id));
+  if (it == v.merges.end()) return false;
+  c.priority = -static_cast<double>(it->second.rank);
+  c.result = it->second.id;
+  return true;
+}
+
 void EncodeBytePiece(const Vocabulary& v, std::string_view piece, std::vector<int32_t>& out) {
   if (v.ignoreMerges) {  // llama.cpp's ignore_merges (Llama 3): a piece that is a token stays whole
     std::string mapped;
@@ -107,14 +118,7 @@ void EncodeBytePiece(const Vocabulary& v, std::string_view piece, std::vector<in
     symbols[i].id = v.byteTokens[static_cast<uint8_t>(piece[i])];
   }
   LinkSymbols(symbols);
-  const auto byRank = [&](const Symbol& l, const Symbol& r, Candidate& c) {
-    if (l.id < 0 || r.id < 0) return false;
-    auto it = v.merges.find(PairKey(l.id, r.id));
-    if (it == v.merges.end()) return false;
-    c.priority = -static_cast<double>(it->second.rank);
-    c.result = it->second.id;
-    return true;
-  };
+  const auto byRank = [&v](const Symbol& l, const Symbol& r, Candidate& c) { return MergeByRank(v, l, r, c); };
   for (const Symbol& s : MergeSymbols(std::move(symbols), byRank)) {
     if (s.id >= 0) {
       out.push_back(s.id);
@@ -146,12 +150,7 @@ void EncodeSentencePiece(const Vocabulary& v, std::string_view text, std::vector
       c.result = *id;
       return true;
     }
-    if (l.id < 0 || r.id < 0) return false;
-    auto it = v.merges.find(PairKey(l.id, r.id));
-    if (it == v.merges.end()) return false;
-    c.priority = -static_cast<double>(it->second.rank);
-    c.result = it->second.id;
-    return true;
+    return MergeByRank(v, l, r, c);
   };
   for (const Symbol& s : MergeSymbols(std::move(symbols), candidate)) {
     if (s.id >= 0) {
