@@ -52,7 +52,9 @@ Expected<SharedRegion> SharedRegion::CreateSlots(uint32_t layoutId, std::span<co
     close(fd);
     return SystemError(fmt::format("cannot size the shared region to {} bytes: {}", total, std::strerror(e)));
   }
-  void* mapped = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  // MAP_POPULATE: every page is written next (the copies, the poison), and faulting them in
+  // one call is several times cheaper than one fault per page.
+  void* mapped = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (mapped == MAP_FAILED) {
     const int e = errno;
     close(fd);

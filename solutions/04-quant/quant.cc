@@ -14,15 +14,16 @@
 // style), each a complete kernel with the contract's signature:
 //   1 MatmulQScalar      plain loops: per block the exact integer dot product, then the two
 //                        scales; what a first correct version looks like;
-//   2 MatmulQVectorised  a block's 32 code pairs as one vector: the activation's codes
-//                        arranged once per call, a Q8_0 weight's codes read as int16 lanes and
-//                        split into even and odd codes, a Q4_0 weight's nibbles picked out with
-//                        shifts and masks (codes kept 0..15, the 8 taken off afterwards as
-//                        8 x sum(x) per block); each block's products land in exact int32
-//                        lanes, converted to float and multiplied by the block pair's two
-//                        scales into one float accumulator per row (ggml's AVX2 dot products
-//                        scale partial sums the same way), summed across lanes once a row;
-//                        four weight rows per pass share each activation load;
+//   2 MatmulQVectorised  two Q8_0 blocks or four Q4_0 blocks per 64-byte vector: the
+//                        activation's codes arranged once per call, a Q8_0 weight's codes read
+//                        as int16 lanes and split into even and odd codes, a Q4_0 weight's
+//                        nibbles picked out with shifts and masks (codes kept 0..15, the 8
+//                        taken off afterwards as 8 x sum(x) per block); each block's products
+//                        land in exact int32 lanes, converted to float and multiplied by the
+//                        block pair's two scales into one float accumulator per row (ggml's
+//                        AVX2 dot products scale partial sums the same way), summed across
+//                        lanes once a row; four weight rows per pass share each activation
+//                        load, while the next four rows' bytes are requested from memory;
 //   3 MatmulQThreaded    version 2 on each thread's own contiguous band of weight rows.
 // matmul_q is version MATMULQ_VERSION (default 3).
 //
@@ -142,19 +143,19 @@ namespace {
 void Deliver(float& out, float value, Accumulate mode) { out = mode == Accumulate::kAdd ? out + value : value; }
 
 // --- vectors ----------------------------------------------------------------------------------
-// 32 bytes is one AVX2 register (half an AVX-512 one): a block's 32 codes as bytes, or 16 of
-// them as int16, or 8 int32 or float lanes. The scale arithmetic works 16 blocks at a time in
-// 64-byte vectors. On AMD's Zen 4 a 64-byte operation costs two 32-byte ones, so the per-block
-// work stays in 32-byte vectors, where no lane is wasted.
+// 64 bytes is one AVX-512 register: two Q8_0 blocks' 64 codes as int16 pairs, or four Q4_0
+// blocks' 64 bytes of nibbles, or 16 int32 or float lanes. Each vector holds the work of
+// several blocks, so every instruction of the inner loop serves two or four blocks. (GCC
+// lowers a 64-byte vector to two 32-byte halves, or four 16-byte quarters, on a machine without
+// AVX-512: the code stays correct and portable, only slower.)
 typedef int8_t Bytes16 __attribute__((vector_size(16)));
-typedef int16_t Words16 __attribute__((vector_size(32)));    // 16 int16
-typedef uint16_t UWords16 __attribute__((vector_size(32)));  // 16 uint16
-typedef int32_t Ints8 __attribute__((vector_size(32)));      // 8 int32
-typedef uint32_t UInts8 __attribute__((vector_size(32)));    // 8 uint32
-typedef float Floats8 __attribute__((vector_size(32)));      // 8 float
-typedef int32_t Ints __attribute__((vector_size(64)));       // 16 int32
-typedef uint32_t UInts __attribute__((vector_size(64)));     // 16 uint32
-typedef float Floats __attribute__((vector_size(64)));       // 16 float
+typedef int8_t Bytes32 __attribute__((vector_size(32)));
+typedef int16_t Words __attribute__((vector_size(64)));    // 32 int16
+typedef uint16_t UWords __attribute__((vector_size(64)));  // 32 uint16
+typedef int32_t Ints __attribute__((vector_size(64)));     // 16 int32
+typedef uint32_t UInts __attribute__((vector_size(64)));   // 16 uint32
+typedef float Floats __attribute__((vector_size(64)));     // 16 float
+typedef uint16_t UHalves __attribute__((vector_size(32)));  // 16 uint16
 
 // Unaligned load: memcpy is how portable code says "these bytes as a vector".
 template <typename V>
@@ -164,11 +165,23 @@ V Load(const void* p) {
   return v;
 }
 
+// Two 16-byte or two 32-byte pieces as one vector twice the size: the codes of blocks that sit
+// 18 or 34 bytes apart in memory, side by side in one register.
+Bytes32 Join16(const void* low, const void* high) {
+  return __builtin_shufflevector(Load<Bytes16>(low), Load<Bytes16>(high), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+                                 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+}
+Words Join(Bytes32 low, Bytes32 high) {
+  return reinterpret_cast<Words>(__builtin_shufflevector(low, high, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+      15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43,
+      44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63));
+}
+
 // The scales of 16 blocks, half to float, exactly as the contract's HalfToFloat does one:
 // a normal half's exponent is rebiased (15 -> 127: + 112 << 23) and its fraction moved up 13
 // bits; zero and subnormals are fraction * 2^-24, exact in float; all-ones exponents stay
 // infinity or NaN. All three are computed and the lane's exponent picks one.
-Floats HalvesToFloats(UWords16 halves) {
+Floats HalvesToFloats(UHalves halves) {
   const UInts h = __builtin_convertvector(halves, UInts);
   const UInts sign = (h & 0x8000u) << 16;
   const UInts exponent = h & 0x7C00u;
@@ -180,63 +193,69 @@ Floats HalvesToFloats(UWords16 halves) {
   return reinterpret_cast<Floats>(bits | sign);
 }
 
-// --- one block's code products, in registers ----------------------------------------------------
+// --- blocks' code products, in registers ------------------------------------------------------
 // The contract lets a block's integer dot product reach the float sum as a few EXACT integer
 // partial sums, each scaled by the block's two scales (ggml's AVX2 ggml_vec_dot_q8_0_q8_0 does
 // this: mul_sum_i8_pairs_float, then one fused multiply-add with the broadcast scale). So a
-// block needs no horizontal sum at all: its 32 products go into the 8 int32 lanes of one
-// vector, 4 products a lane, which is converted to float and multiply-added, with the block's
-// scale, into the row's float accumulator. Each row sums its 8 lanes once, at the very end.
+// block needs no horizontal sum at all: its 32 products go into a few int32 lanes, 4 or 8
+// products a lane, which are converted to float and multiply-added, with the block's scale,
+// into the row's float accumulator. Each row sums its 16 lanes once, at the very end.
 //
 // x86's pmaddwd would multiply int16 pairs and add neighbours into int32 in one instruction,
 // but GCC 12 does not produce it from portable code (nor its cousins pmaddubsw and VNNI's
 // vpdpbusd, outside a loop that ends in a scalar sum). The same result is three cheap steps:
-//   1. the codes as int16, in two vectors whose lanes are codes 2i and 2i + 1 (Q8_0) or an
-//      arrangement of the nibbles (Q4_0), built with shifts and masks, no byte shuffles;
-//   2. products in int16 and the two vectors added: lane i = w[a] * x[a] + w[b] * x[b]. A
-//      Q8_0 product is at most 128 * 127 = 16256 in size, so two fit int16 (32512), exactly;
-//   3. neighbouring int16 lanes added into int32: each int32 lane holds two int16 sums, its low
-//      and high halves, sign-extended by shifting and added.
+//   1. the codes as int16, in vectors whose lanes are codes 2i and 2i + 1 (Q8_0) or an
+//      arrangement of the nibbles (Q4_0), built with shifts and masks once the blocks' bytes
+//      are side by side in one vector (Join);
+//   2. products in int16 and the vectors added: lane i = w[a] * x[a] + w[b] * x[b] + ...,
+//      exact as long as it stays within int16 (each case below says why it does);
+//   3. neighbouring int16 lanes added into int32: each int32 lane's two halves sign-extended
+//      and added, or, when their sum fits int16 (Q4_0), (lane + (lane << 16)) >> 16, which
+//      puts the sum in the high half and brings it down sign-extended (unsigned shifts and
+//      adds, where wrap-around is defined): one shift fewer.
 // The activation codes are widened and arranged once per call (Prepare), so every weight row
 // and every token tile reuses them.
 
-// Q8_0: the 32 weight codes, read as 16 int16 lanes, hold code 2i in lane i's low byte and
-// code 2i + 1 in its high byte. Shifting left then arithmetically right by 8 sign-extends the
-// low byte; the arithmetic right shift alone, the high one. xEven / xOdd are the activation's
-// codes 2i and 2i + 1. Lane i of the result: codes 4i .. 4i + 3's products, summed exactly.
-Ints8 PartialSumsQ8(const unsigned char* qs, Words16 xEven, Words16 xOdd) {
-  const Words16 w = Load<Words16>(qs);
-  const Words16 pairs = ((w << 8) >> 8) * xEven + (w >> 8) * xOdd;  // |lane| <= 32512: exact
-  const Ints8 words = reinterpret_cast<Ints8>(pairs);
-  return ((words << 16) >> 16) + (words >> 16);
+// The int32 lanes of step 3, for sums of neighbours that fit int16.
+Ints AddNeighbours(Words sums) {
+  const UInts lanes = reinterpret_cast<UInts>(sums);
+  return reinterpret_cast<Ints>(lanes + (lanes << 16)) >> 16;
 }
 
-// Q4_0: two blocks at once (a and b, the next one of the same row), their 16 packed bytes
-// side by side in one vector and read as int16 lanes: lane i < 8 holds block a's bytes 2i and
-// 2i + 1, lane 8 + i block b's. Those are four codes per lane, one per nibble: bits 0-3 are
-// value 2i, bits 4-7 value 2i + 16, bits 8-11 value 2i + 1, bits 12-15 value 2i + 17 (byte j's
-// low nibble is value j, its high nibble value j + 16). Shifts and masks pick each nibble out
-// into its own vector; Prepare arranges x's codes in the same four orders (x[0 .. 3]).
+// Q8_0, two blocks at once (a and b): their 32 codes each, read as int16 lanes, hold code 2i in
+// lane i's low byte and code 2i + 1 in its high byte (lanes 0 .. 15 block a's, 16 .. 31 block
+// b's). Shifting left then arithmetically right by 8 sign-extends the low byte; the arithmetic
+// right shift alone, the high one. xEven / xOdd hold the activation's codes 2i and 2i + 1 of
+// the same two blocks. A product is at most 128 * 127 = 16256 in size (activation codes are
+// within +-127: quantize_q8_0 never makes -128), so an even and an odd one fit int16 (32512),
+// but four may not: each int32 lane's two halves are sign-extended before they are added. Int32
+// lane i holds products 4i .. 4i + 3, lanes 0 .. 7 block a's and 8 .. 15 block b's.
+Ints PartialSumsQ8Pair(const unsigned char* a, const unsigned char* b, Words xEven, Words xOdd) {
+  const Words w = Join(Load<Bytes32>(a), Load<Bytes32>(b));
+  const Ints sums = reinterpret_cast<Ints>(((w << 8) >> 8) * xEven + (w >> 8) * xOdd);
+  return ((sums << 16) >> 16) + (sums >> 16);
+}
+
+// Q4_0, four blocks at once (a, b, c, d): their 16 packed bytes each, side by side in one
+// vector and read as int16 lanes: lane 8k + i holds block k's bytes 2i and 2i + 1. Those are
+// four codes per lane, one per nibble: bits 0-3 are value 2i, bits 4-7 value 2i + 16, bits
+// 8-11 value 2i + 1, bits 12-15 value 2i + 17 (byte j's low nibble is value j, its high nibble
+// value j + 16). Shifts and masks pick each nibble out into its own vector; Prepare arranges
+// x's codes in the same four orders (x[0 .. 3]).
 //
 // The codes stay unsigned, 0 .. 15, as ggml's AVX2 Q4_0 code keeps them for its unsigned
 // multiply: sum((q - 8) * x) = sum(q * x) - 8 * sum(x), and the 8 * sum(x) part, one number per
 // activation block, is taken off per row 16 blocks at a time (see GroupDot). A product q * x is
-// at most 15 * 127 = 1905 in size, so the four of a lane (7620) fit int16, and so do a pair of
-// neighbouring lanes: they are added in 16 bits, in the high half of each int32 lane, by one
-// shift and one add (unsigned, where wrap-around is defined), and one arithmetic shift brings
-// the sum down, sign-extended. Int32 lanes 0 .. 3 are block a's, 4 .. 7 block b's, 8 products
-// each: packing two blocks into one vector halves the conversions and fused multiply-adds.
-Ints8 PartialSumsQ4Pair(const unsigned char* a, const unsigned char* b, const Words16 (&x)[4]) {
-  const Bytes16 first = Load<Bytes16>(a);
-  const Bytes16 second = Load<Bytes16>(b);
-  const UWords16 v = reinterpret_cast<UWords16>(__builtin_shufflevector(
-      first, second, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31));
-  const Words16 q0 = reinterpret_cast<Words16>(v & 15);
-  const Words16 q1 = reinterpret_cast<Words16>((v >> 4) & 15);
-  const Words16 q2 = reinterpret_cast<Words16>((v >> 8) & 15);
-  const Words16 q3 = reinterpret_cast<Words16>(v >> 12);
-  const UInts8 quads = reinterpret_cast<UInts8>((q0 * x[0] + q1 * x[1]) + (q2 * x[2] + q3 * x[3]));  // |lane| <= 7620
-  return reinterpret_cast<Ints8>(quads + (quads << 16)) >> 16;
+// at most 15 * 127 = 1905 in size, so the four of a lane (7620) fit int16, and so do two
+// neighbouring lanes (step 3). Int32 lanes 4k .. 4k + 3 are block k's, 8 products each.
+Ints PartialSumsQ4Quad(const unsigned char* a, const unsigned char* b, const unsigned char* c, const unsigned char* d,
+                       const Words (&x)[4]) {
+  const UWords v = reinterpret_cast<UWords>(Join(Join16(a, b), Join16(c, d)));
+  const Words q0 = reinterpret_cast<Words>(v & 15);
+  const Words q1 = reinterpret_cast<Words>((v >> 4) & 15);
+  const Words q2 = reinterpret_cast<Words>((v >> 8) & 15);
+  const Words q3 = reinterpret_cast<Words>(v >> 12);
+  return AddNeighbours((q0 * x[0] + q1 * x[1]) + (q2 * x[2] + q3 * x[3]));
 }
 
 // --- quantize_q8_0 ----------------------------------------------------------------------------
@@ -290,18 +309,25 @@ int DotQ4(const BlockQ4_0& w, const BlockQ8_0& x) {
 }
 
 // --- matmul_q, version 2: vectors ---------------------------------------------------------------
-// Per weight row, one float vector accumulator (8 lanes); per block, PartialSumsQ8 / Q4 (8
-// exact int32 partial sums), converted to float and multiply-added with the block's scale
-// half(dW) * half(dX), broadcast. At the end each row's 8 lanes are summed in one fixed order.
-// kGroupRows weight rows go together, so each activation block is loaded once for the group.
-//
-// Q4_0 goes two blocks of a row at a time (PartialSumsQ4Pair), so each conversion and fused
-// multiply-add serves two blocks, with a scale vector holding each block's scale in its half.
+// Per weight row, one float vector accumulator (16 lanes); per two Q8_0 blocks or four Q4_0
+// blocks, PartialSumsQ8Pair / Q4Quad (16 exact int32 partial sums), converted to float and
+// multiply-added with a vector holding each block's scale half(dW) * half(dX) in its lanes. At
+// the end each row's 16 lanes are summed in one fixed order. kGroupRows weight rows go
+// together, so each activation vector is loaded once for the group.
 //
 // The scales: a weight row's halves sit 34 (or 18) bytes apart, one per block; they are
-// gathered 16 at a time and converted by HalvesToFloats (exact, as HalfToFloat), once per
-// group of rows (GroupRows); per token, 16 at a time, they are multiplied by the activation
-// scales into a small array from which the inner loop broadcasts one per block.
+// converted to floats once per group of rows (GroupRows), 16 at a time, read into the lanes of
+// one vector (never through a small array in memory: 16 two-byte stores read back as one
+// 32-byte load stall the load until the stores drain) and converted by HalvesToFloats. Per
+// token, 16 at a time, they are multiplied by the activation scales, and each pair or quad of
+// blocks picks its scales out of those 16 with one permutation.
+//
+// Memory and arithmetic overlap: while a group of rows is multiplied, the next group's bytes
+// are requested (__builtin_prefetch, GCC's and Clang's portable hint, a prefetch instruction
+// on x86 and Arm), a share per batch. Without it the two take turns: reading a group's scales
+// waits on memory with little to compute, then the products compute with nothing to read, and
+// T = 1 reached about half the probe's bandwidth; the hardware's own prefetcher only runs a
+// little ahead of the loads it sees.
 //
 // For T > 1 the tokens go in chunks: each group of rows meets every token of a chunk while its
 // blocks are in L1 / L2, so a weight byte comes from memory once per chunk of tokens.
@@ -314,15 +340,17 @@ constexpr size_t BlockBytes() {
   return kType == WeightType::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
 }
 
-// The activations, prepared once per call and shared by every thread. Per token t and block b:
-// the codes as two int16 vectors arranged for the weight type (PartialSumsQ8 / Q4); the scale
-// half(dX) as float; for Q4_0, offset = 8 * sum(codes) * half(dX), the part of the block's dot
-// product that the unsigned nibbles add (PartialSumsQ4). Rows are padded with zero scales to a
-// whole number of scale batches, so a batch can be read as one vector.
+// The activations, prepared once per call and shared by every thread. Per token t: its codes as
+// int16 vectors arranged for the weight type, one vector per block (Q8_0: xEven and xOdd of
+// each pair of blocks; Q4_0: the four nibble orders of each quad); per block b the scale
+// half(dX) as float and, for Q4_0, offset = 8 * sum(codes) * half(dX), the part of the block's
+// dot product that the unsigned nibbles add (PartialSumsQ4Quad). Each token's blocks are
+// padded with zero codes and zero scales to a whole number of scale batches, so a batch is
+// read as one vector and the blocks past the last meet nothing but zeros.
 struct Activations {
   int blocks;        // W.cols / QK
   int paddedBlocks;  // rounded up to kScaleBatch
-  std::vector<Words16> codes;  // T x (blocks + 1) / 2 x 4: Q8_0 two per block, Q4_0 four per pair
+  std::vector<Words> codes;    // T x paddedBlocks
   std::vector<float> scales;   // T x paddedBlocks
   std::vector<float> offsets;  // T x paddedBlocks (Q4_0)
 };
@@ -334,28 +362,30 @@ const Activations& Prepare(int T, const BlockQ8_0* xq, int blocks, WeightType ty
   static thread_local Activations a;
   a.blocks = blocks;
   a.paddedBlocks = (blocks + kScaleBatch - 1) / kScaleBatch * kScaleBatch;
-  const int pairs = (blocks + 1) / 2;
-  a.codes.assign(static_cast<size_t>(T) * pairs * 4, Words16{});
+  a.codes.assign(static_cast<size_t>(T) * a.paddedBlocks, Words{});
   a.scales.assign(static_cast<size_t>(T) * a.paddedBlocks, 0.0f);
   a.offsets.assign(static_cast<size_t>(T) * a.paddedBlocks, 0.0f);
   for (int t = 0; t < T; ++t) {
-    Words16* codes = a.codes.data() + static_cast<size_t>(t) * pairs * 4;
+    Words* codes = a.codes.data() + static_cast<size_t>(t) * a.paddedBlocks;
     for (int b = 0; b < blocks; ++b) {
       const BlockQ8_0& block = xq[static_cast<size_t>(t) * blocks + b];
-      for (int i = 0; i < 16; ++i) {
-        if (type == WeightType::kQ8_0) {
-          codes[2 * b][i] = block.qs[2 * i];          // xEven
-          codes[2 * b + 1][i] = block.qs[2 * i + 1];  // xOdd
-        } else {
-          // Block b fills lanes 0 .. 7 (b even) or 8 .. 15 (b odd) of its pair's four vectors:
-          // values 2i, 2i + 16, 2i + 1, 2i + 17 (PartialSumsQ4Pair's nibble order).
-          if (i >= 8) continue;
-          Words16* pair = codes + 4 * (b / 2);
-          const int lane = i + (b % 2) * 8;
-          pair[0][lane] = block.qs[2 * i];
-          pair[1][lane] = block.qs[2 * i + 16];
-          pair[2][lane] = block.qs[2 * i + 1];
-          pair[3][lane] = block.qs[2 * i + 17];
+      if (type == WeightType::kQ8_0) {
+        // Block b is lanes 0 .. 15 (b even) or 16 .. 31 (b odd) of its pair's xEven, xOdd.
+        Words* pair = codes + 2 * (b / 2);
+        for (int i = 0; i < 16; ++i) {
+          pair[0][16 * (b % 2) + i] = block.qs[2 * i];
+          pair[1][16 * (b % 2) + i] = block.qs[2 * i + 1];
+        }
+      } else {
+        // Block b is lanes 8k .. 8k + 7 (k = b % 4) of its quad's four vectors: values 2i,
+        // 2i + 16, 2i + 1, 2i + 17 (PartialSumsQ4Quad's nibble order).
+        Words* quad = codes + 4 * (b / 4);
+        for (int i = 0; i < 8; ++i) {
+          const int lane = 8 * (b % 4) + i;
+          quad[0][lane] = block.qs[2 * i];
+          quad[1][lane] = block.qs[2 * i + 16];
+          quad[2][lane] = block.qs[2 * i + 1];
+          quad[3][lane] = block.qs[2 * i + 17];
         }
       }
       int sum = 0;
@@ -369,101 +399,97 @@ const Activations& Prepare(int T, const BlockQ8_0* xq, int blocks, WeightType ty
 }
 
 // A group of up to kGroupRows weight rows: their first bytes (a missing row repeats the last,
-// and its results are dropped), and their blocks' scales as floats, kGroupRows x paddedBlocks,
-// converted once (GroupRows) and used by every token that meets the group.
-template <WeightType kType>
+// and its results are dropped), and their blocks' scales as floats, kGroupRows x paddedBlocks
+// (zero past the last block), converted once and used by every token that meets the group.
 struct RowGroup {
   const unsigned char* row[kGroupRows];
   std::vector<float> scales;
+  const unsigned char* next = nullptr;  // the next group's first byte, requested ahead
+  size_t nextBytes = 0;                 // 0: nothing to request (the band's last group)
 };
-
-// The scales of blocks b0 .. b0 + 15 of a row, as floats: each block's d (its first two bytes),
-// gathered into a small array and converted 16 at a time, exactly, by HalvesToFloats. Blocks
-// past the row's end read its last block again; their activation scales are 0.
-template <WeightType kType>
-Floats RowScales(const unsigned char* row, int blocks, int b0) {
-  uint16_t halves[kScaleBatch];
-  if (b0 + kScaleBatch <= blocks) {
-    const unsigned char* first = row + static_cast<size_t>(b0) * BlockBytes<kType>();
-    for (int k = 0; k < kScaleBatch; ++k) std::memcpy(&halves[k], first + k * BlockBytes<kType>(), sizeof(uint16_t));
-  } else {
-    for (int k = 0; k < kScaleBatch; ++k) {
-      std::memcpy(&halves[k], row + static_cast<size_t>(std::min(b0 + k, blocks - 1)) * BlockBytes<kType>(), sizeof(uint16_t));
-    }
-  }
-  return HalvesToFloats(Load<UWords16>(halves));
-}
 
 // Fills `group` with rows [o, o + rows) of W: the addresses, then every block's scale.
 template <WeightType kType>
-void GroupRows(const QuantMatrix& W, int blocks, int paddedBlocks, int o, int rows, RowGroup<kType>& group) {
+void GroupRows(const QuantMatrix& W, int blocks, int paddedBlocks, int o, int rows, RowGroup& group) {
   const unsigned char* weights = static_cast<const unsigned char*>(W.blocks);
   group.scales.resize(static_cast<size_t>(kGroupRows) * paddedBlocks);
   for (int r = 0; r < kGroupRows; ++r) {
     group.row[r] = weights + static_cast<size_t>(o + std::min(r, rows - 1)) * blocks * BlockBytes<kType>();
-    for (int b0 = 0; b0 < paddedBlocks; b0 += kScaleBatch) {
-      const Floats scales = RowScales<kType>(group.row[r], blocks, b0);
-      std::memcpy(&group.scales[static_cast<size_t>(r) * paddedBlocks + b0], &scales, sizeof scales);
+    float* scales = group.scales.data() + static_cast<size_t>(r) * paddedBlocks;
+    for (int b0 = 0; b0 < blocks; b0 += kScaleBatch) {
+      UHalves halves{};
+      const int count = std::min(kScaleBatch, blocks - b0);
+      for (int k = 0; k < count; ++k) {
+        uint16_t d;
+        std::memcpy(&d, group.row[r] + static_cast<size_t>(b0 + k) * BlockBytes<kType>(), sizeof d);
+        halves[k] = d;
+      }
+      const Floats f = HalvesToFloats(halves);
+      std::memcpy(scales + b0, &f, sizeof f);
     }
   }
 }
 
+// Lanes 0 .. 7 of the result are scales[k], lanes 8 .. 15 scales[k + 1] (a Q8_0 pair); or
+// lanes 4i .. 4i + 3 are scales[k + i] (a Q4_0 quad): one permutation of the batch's 16.
+const Ints kPairLanes = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+const Ints kQuadLanes = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
+
 // Rows [o, o + rows) of token t's y row. Per batch of 16 blocks: the 16 combined scales of each
-// row, half(dW) * half(dX), into `scale` (one 64-byte multiply per row); then block by block,
-// the activation's code vectors loaded once and every row's partial sums multiply-added into
-// its accumulator. Q4_0 also gathers sum over blocks of half(dW) * offset (one 64-byte
-// fused multiply-add per row and batch) and takes it off at the end.
+// row, half(dW) * half(dX) (one 64-byte multiply per row); then pair by pair (or quad by
+// quad), the activation's code vectors loaded once and every row's partial sums multiply-added
+// into its accumulator. Q4_0 also gathers sum over blocks of half(dW) * offset (one 64-byte
+// fused multiply-add per row and batch) and takes it off at the end. Blocks past the row's last
+// are read as its last block again; their activation codes and scales are zero.
 template <WeightType kType>
-void GroupDot(const RowGroup<kType>& group, const Activations& a, int t, int rows, float* y, Accumulate mode) {
+void GroupDot(const RowGroup& group, const Activations& a, int t, int rows, float* y, Accumulate mode) {
+  constexpr int kStep = kType == WeightType::kQ8_0 ? 2 : 4;  // blocks per vector
   const float* xScales = a.scales.data() + static_cast<size_t>(t) * a.paddedBlocks;
   const float* xOffsets = a.offsets.data() + static_cast<size_t>(t) * a.paddedBlocks;
-  const Words16* x = a.codes.data() + static_cast<size_t>(t) * ((a.blocks + 1) / 2) * 4;
-  const unsigned char* row[kGroupRows];
-  for (int r = 0; r < kGroupRows; ++r) row[r] = group.row[r];
-  Floats8 sum[kGroupRows] = {};
+  const Words* x = a.codes.data() + static_cast<size_t>(t) * a.paddedBlocks;
+  const int last = a.blocks - 1;
+  Floats sum[kGroupRows] = {};
   Floats offset[kGroupRows] = {};
+  const int batches = a.paddedBlocks / kScaleBatch;
+  const size_t share = (group.nextBytes + batches - 1) / batches;
   for (int b0 = 0; b0 < a.blocks; b0 += kScaleBatch) {
-    alignas(64) float scale[kGroupRows][kScaleBatch];
+    // A share of the next group's bytes asked for now, while this batch computes.
+    const size_t from = static_cast<size_t>(b0 / kScaleBatch) * share;
+    for (size_t at = from; at < std::min(from + share, group.nextBytes); at += 64) __builtin_prefetch(group.next + at);
+    Floats scale[kGroupRows];
     for (int r = 0; r < kGroupRows; ++r) {
       const Floats wScales = Load<Floats>(&group.scales[static_cast<size_t>(r) * a.paddedBlocks + b0]);
-      const Floats combined = wScales * Load<Floats>(xScales + b0);
-      std::memcpy(scale[r], &combined, sizeof combined);
+      scale[r] = wScales * Load<Floats>(xScales + b0);
       if constexpr (kType == WeightType::kQ4_0) offset[r] += wScales * Load<Floats>(xOffsets + b0);
     }
     const int count = std::min(kScaleBatch, a.blocks - b0);
-    if constexpr (kType == WeightType::kQ8_0) {
-      for (int k = 0; k < count; ++k) {
-        const int b = b0 + k;
-        const Words16 xEven = x[2 * b];
-        const Words16 xOdd = x[2 * b + 1];
-        for (int r = 0; r < kGroupRows; ++r) {
-          const Ints8 partial = PartialSumsQ8(row[r] + static_cast<size_t>(b) * sizeof(BlockQ8_0) + 2, xEven, xOdd);
-          sum[r] += __builtin_convertvector(partial, Floats8) * scale[r][k];
+    for (int k = 0; k < count; k += kStep) {
+      const int b = b0 + k;
+      const Ints lanes = (kType == WeightType::kQ8_0 ? kPairLanes : kQuadLanes) + k;
+      for (int r = 0; r < kGroupRows; ++r) {
+        const unsigned char* codes = group.row[r] + 2;  // a block's codes follow its scale
+        Ints partial;
+        if constexpr (kType == WeightType::kQ8_0) {
+          partial = PartialSumsQ8Pair(codes + static_cast<size_t>(b) * sizeof(BlockQ8_0),
+                                      codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ8_0),
+                                      x[b], x[b + 1]);
+        } else {
+          const Words (&xQuad)[4] = *reinterpret_cast<const Words(*)[4]>(x + b);
+          partial = PartialSumsQ4Quad(codes + static_cast<size_t>(b) * sizeof(BlockQ4_0),
+                                      codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ4_0),
+                                      codes + static_cast<size_t>(std::min(b + 2, last)) * sizeof(BlockQ4_0),
+                                      codes + static_cast<size_t>(std::min(b + 3, last)) * sizeof(BlockQ4_0), xQuad);
         }
-      }
-    } else {
-      // Blocks in pairs (b, b + 1); an odd last block is paired with itself, and the copy
-      // meets zero activation codes and a zero scale.
-      for (int k = 0; k < count; k += 2) {
-        const int b = b0 + k;
-        const int next = std::min(b + 1, a.blocks - 1);
-        const Words16 xPair[4] = {x[2 * b], x[2 * b + 1], x[2 * b + 2], x[2 * b + 3]};
-        for (int r = 0; r < kGroupRows; ++r) {
-          const Ints8 partial = PartialSumsQ4Pair(row[r] + static_cast<size_t>(b) * sizeof(BlockQ4_0) + 2,
-                                                  row[r] + static_cast<size_t>(next) * sizeof(BlockQ4_0) + 2, xPair);
-          const float s0 = scale[r][k], s1 = scale[r][k + 1];
-          sum[r] += __builtin_convertvector(partial, Floats8) * Floats8{s0, s0, s0, s0, s1, s1, s1, s1};
-        }
+        sum[r] += __builtin_convertvector(partial, Floats) * __builtin_shuffle(scale[r], lanes);
       }
     }
   }
   for (int r = 0; r < rows; ++r) {
-    const Floats8 s = sum[r];
-    float total = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    float total = 0.0f;
+    for (int i = 0; i < 16; ++i) total += sum[r][i];
     if constexpr (kType == WeightType::kQ4_0) {
-      const Floats f = offset[r];
       float off = 0.0f;
-      for (int i = 0; i < 16; ++i) off += f[i];
+      for (int i = 0; i < 16; ++i) off += offset[r][i];
       total -= off;
     }
     Deliver(y[r], total, mode);
@@ -474,13 +500,18 @@ void GroupDot(const RowGroup<kType>& group, const Activations& a, int t, int row
 // group of rows meets every token while its blocks are in L1 or L2.
 template <WeightType kType>
 void MatmulQRows(int T, const Activations& a, const QuantMatrix& W, float* y, Accumulate mode, int r0, int r1) {
-  static thread_local RowGroup<kType> group;  // reused, as Prepare's activations are
+  static thread_local RowGroup group;  // reused, as Prepare's activations are
   for (int chunk = 0; chunk < T; chunk += kTokenChunk) {
     for (int o = r0; o < r1; o += kGroupRows) {
       const int rows = std::min(kGroupRows, r1 - o);
       GroupRows<kType>(W, a.blocks, a.paddedBlocks, o, rows, group);
+      const size_t rowBytes = static_cast<size_t>(a.blocks) * BlockBytes<kType>();
+      const int nextRows = std::clamp(r1 - (o + kGroupRows), 0, kGroupRows);
+      group.next = static_cast<const unsigned char*>(W.blocks) + static_cast<size_t>(o + kGroupRows) * rowBytes;
+      group.nextBytes = static_cast<size_t>(nextRows) * rowBytes;
       for (int t = chunk; t < std::min(T, chunk + kTokenChunk); ++t) {
         GroupDot<kType>(group, a, t, rows, y + static_cast<size_t>(t) * W.rows + o, mode);
+        group.nextBytes = 0;  // requested during the chunk's first token
       }
     }
   }
