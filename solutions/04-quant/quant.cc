@@ -326,8 +326,9 @@ int DotQ4(const BlockQ4_0& w, const BlockQ8_0& x) {
 // are requested (__builtin_prefetch, GCC's and Clang's portable hint, a prefetch instruction
 // on x86 and Arm), a share per batch. Without it the two take turns: reading a group's scales
 // waits on memory with little to compute, then the products compute with nothing to read, and
-// T = 1 reached about half the probe's bandwidth; the hardware's own prefetcher only runs a
-// little ahead of the loads it sees.
+// T = 1 reached 71 % (Q8_0) and 50 % (Q4_0) of the probe's bandwidth instead of 97 % and 75 %
+// (measured side by side); the hardware's own prefetcher only runs a little ahead of the loads
+// it sees.
 //
 // For T > 1 the tokens go in chunks: each group of rows meets every token of a chunk while its
 // blocks are in L1 / L2, so a weight byte comes from memory once per chunk of tokens.
