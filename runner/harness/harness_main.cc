@@ -171,7 +171,8 @@ int main(int argc, char** argv) {
   }
   // MAP_POPULATE maps every page of the region at once (the runner has written them all), not
   // one fault at a time as the stage reads its weights and writes its buffers.
-  void* mapped = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* mapped =
+      mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (mapped == MAP_FAILED) harness::Fail("cannot map the shared region");
   close(fd);
   harness::g_base = static_cast<unsigned char*>(mapped);

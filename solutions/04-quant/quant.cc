@@ -249,7 +249,7 @@ Ints PartialSumsQ8Pair(const unsigned char* a, const unsigned char* b, Words xEv
 // at most 15 * 127 = 1905 in size, so the four of a lane (7620) fit int16, and so do two
 // neighbouring lanes (step 3). Int32 lanes 4k .. 4k + 3 are block k's, 8 products each.
 Ints PartialSumsQ4Quad(const unsigned char* a, const unsigned char* b, const unsigned char* c, const unsigned char* d,
-                       const Words (&x)[4]) {
+                       const Words* x) {
   const UWords v = reinterpret_cast<UWords>(Join(Join16(a, b), Join16(c, d)));
   const Words q0 = reinterpret_cast<Words>(v & 15);
   const Words q1 = reinterpret_cast<Words>((v >> 4) & 15);
@@ -475,11 +475,10 @@ void GroupDot(const RowGroup& group, const Activations& a, int t, int rows, floa
                                       codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ8_0),
                                       x[b], x[b + 1]);
         } else {
-          const Words (&xQuad)[4] = *reinterpret_cast<const Words(*)[4]>(x + b);
           partial = PartialSumsQ4Quad(codes + static_cast<size_t>(b) * sizeof(BlockQ4_0),
                                       codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ4_0),
                                       codes + static_cast<size_t>(std::min(b + 2, last)) * sizeof(BlockQ4_0),
-                                      codes + static_cast<size_t>(std::min(b + 3, last)) * sizeof(BlockQ4_0), xQuad);
+                                      codes + static_cast<size_t>(std::min(b + 3, last)) * sizeof(BlockQ4_0), x + b);
         }
         sum[r] += __builtin_convertvector(partial, Floats) * __builtin_shuffle(scale[r], lanes);
       }
