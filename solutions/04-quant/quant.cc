@@ -16,8 +16,10 @@
 //                        scales; what a first correct version looks like;
 //   2 MatmulQVectorised  two Q8_0 blocks or four Q4_0 blocks per 64-byte vector: the
 //                        activation's codes arranged once per call, a Q8_0 weight's codes read
-//                        as int16 lanes and split into even and odd codes, a Q4_0 weight's
-//                        nibbles picked out with shifts and masks (codes kept 0..15, the 8
+//                        as int16 lanes and split into even and odd codes, a Q4_0 quad's
+//                        72 bytes read as two vectors, its codes gathered by a byte
+//                        permutation and its nibbles picked out with shifts and masks (codes
+//                        kept 0..15, the 8
 //                        taken off afterwards as 8 x sum(x) per block); each block's products
 //                        land in exact int32 lanes, converted to float and multiplied by the
 //                        block pair's two scales into one float accumulator per row (ggml's
@@ -156,6 +158,7 @@ typedef int32_t Ints __attribute__((vector_size(64)));     // 16 int32
 typedef uint32_t UInts __attribute__((vector_size(64)));   // 16 uint32
 typedef float Floats __attribute__((vector_size(64)));     // 16 float
 typedef uint16_t UHalves __attribute__((vector_size(32)));  // 16 uint16
+typedef uint8_t UBytes __attribute__((vector_size(64)));    // 64 bytes
 
 // Unaligned load: memcpy is how portable code says "these bytes as a vector".
 template <typename V>
@@ -177,20 +180,19 @@ Words Join(Bytes32 low, Bytes32 high) {
       44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63));
 }
 
-// The scales of 16 blocks, half to float, exactly as the contract's HalfToFloat does one:
-// a normal half's exponent is rebiased (15 -> 127: + 112 << 23) and its fraction moved up 13
-// bits; zero and subnormals are fraction * 2^-24, exact in float; all-ones exponents stay
-// infinity or NaN. All three are computed and the lane's exponent picks one.
+// The scales of 16 blocks, half to float, exactly as the contract's HalfToFloat does one. A
+// half's exponent and fraction bits, moved up 13 bits into a float's, make a float 2^112 times
+// too small whose fraction is the half's: one multiply by 2^112 rescales it exactly, for
+// normal halves and subnormal ones alike (both results are normal floats). Only the all-ones
+// exponent (infinity, NaN) is picked out and kept all-ones. The sign bit goes back last.
+// (Checked against HalfToFloat on all 65536 halves.)
 Floats HalvesToFloats(UHalves halves) {
   const UInts h = __builtin_convertvector(halves, UInts);
-  const UInts sign = (h & 0x8000u) << 16;
-  const UInts exponent = h & 0x7C00u;
   const UInts magnitude = (h & 0x7FFFu) << 13;
-  const UInts normal = magnitude + 0x38000000u;
-  const UInts infinityOrNan = magnitude | 0x7F800000u;
-  const Floats subnormal = __builtin_convertvector(reinterpret_cast<Ints>(h & 0x3FFu), Floats) * 0x1p-24f;
-  const UInts bits = exponent == 0 ? reinterpret_cast<UInts>(subnormal) : exponent == 0x7C00u ? infinityOrNan : normal;
-  return reinterpret_cast<Floats>(bits | sign);
+  const Floats scaled = reinterpret_cast<Floats>(magnitude) * 0x1p112f;
+  const UInts finite = reinterpret_cast<UInts>(scaled);
+  const UInts bits = (h & 0x7C00u) == 0x7C00u ? (magnitude | 0x7F800000u) : finite;
+  return reinterpret_cast<Floats>(bits | ((h & 0x8000u) << 16));
 }
 
 // --- blocks' code products, in registers ------------------------------------------------------
@@ -206,7 +208,7 @@ Floats HalvesToFloats(UHalves halves) {
 // vpdpbusd, outside a loop that ends in a scalar sum). The same result is three cheap steps:
 //   1. the codes as int16, in vectors whose lanes are codes 2i and 2i + 1 (Q8_0) or an
 //      arrangement of the nibbles (Q4_0), built with shifts and masks once the blocks' bytes
-//      are side by side in one vector (Join);
+//      are side by side in one vector (Join, or one byte permutation);
 //   2. products in int16 and the vectors added: lane i = w[a] * x[a] + w[b] * x[b] + ...,
 //      exact as long as it stays within int16 (each case below says why it does);
 //   3. neighbouring int16 lanes added into int32: each int32 lane's two halves sign-extended
@@ -245,17 +247,68 @@ Ints PartialSumsQ8Pair(const unsigned char* a, const unsigned char* b, Words xEv
 //
 // The codes stay unsigned, 0 .. 15, as ggml's AVX2 Q4_0 code keeps them for its unsigned
 // multiply: sum((q - 8) * x) = sum(q * x) - 8 * sum(x), and the 8 * sum(x) part, one number per
-// activation block, is taken off per row 16 blocks at a time (see GroupDot). A product q * x is
+// activation block, is taken off per row four blocks at a time (see GroupDotQ4). A product q * x is
 // at most 15 * 127 = 1905 in size, so the four of a lane (7620) fit int16, and so do two
 // neighbouring lanes (step 3). Int32 lanes 4k .. 4k + 3 are block k's, 8 products each.
-Ints PartialSumsQ4Quad(const unsigned char* a, const unsigned char* b, const unsigned char* c, const unsigned char* d,
-                       const Words* x) {
-  const UWords v = reinterpret_cast<UWords>(Join(Join16(a, b), Join16(c, d)));
+Ints NibbleProducts(UWords v, const Words* x) {
   const Words q0 = reinterpret_cast<Words>(v & 15);
   const Words q1 = reinterpret_cast<Words>((v >> 4) & 15);
   const Words q2 = reinterpret_cast<Words>((v >> 8) & 15);
   const Words q3 = reinterpret_cast<Words>(v >> 12);
   return AddNeighbours((q0 * x[0] + q1 * x[1]) + (q2 * x[2] + q3 * x[3]));
+}
+
+// The quad's four blocks wherever they are: the last, partial quad of a row, whose missing
+// blocks repeat the row's last.
+Ints PartialSumsQ4Quad(const unsigned char* a, const unsigned char* b, const unsigned char* c, const unsigned char* d,
+                       const Words* x) {
+  return NibbleProducts(reinterpret_cast<UWords>(Join(Join16(a, b), Join16(c, d))), x);
+}
+
+// Four consecutive Q4_0 blocks are 72 bytes: scales at bytes 0, 18, 36 and 54, codes at 2 .. 17,
+// 20 .. 35, 38 .. 53 and 56 .. 71. Two overlapping 64-byte loads, bytes 0 .. 63 and 8 .. 71,
+// hold all of them, and one two-vector byte permutation (vpermt2b with AVX-512 VBMI) puts the
+// four blocks' codes side by side as Join does: block k's 16 bytes at 16k .. 16k + 15. Entry i
+// of a permutation picks byte i of the first vector (i < 64) or byte i - 64 of the second.
+//
+// A second permutation makes the same vector with each lane's two bytes swapped. Then every
+// nibble is one operation away: v & 15 and v >> 12 are values 2i and 2i + 17, the swapped
+// lane's & 15 and >> 12 are values 2i + 1 and 2i + 16 (NibbleProducts needs two operations for
+// each of its middle nibbles: six shifts and masks become four and one permutation).
+const UBytes kQuadCodeBytes = {
+    2,   3,   4,   5,   6,   7,   8,   9,   10,  11,  12,  13,  14,  15,  16,  17,    // block 0: lo 2 .. 17
+    20,  21,  22,  23,  24,  25,  26,  27,  28,  29,  30,  31,  32,  33,  34,  35,    // block 1: lo 20 .. 35
+    38,  39,  40,  41,  42,  43,  44,  45,  46,  47,  48,  49,  50,  51,  52,  53,    // block 2: lo 38 .. 53
+    112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127};  // block 3: hi 48 .. 63
+
+const UBytes kQuadCodeBytesSwapped = {
+    3,   2,   5,   4,   7,   6,   9,   8,   11,  10,  13,  12,  15,  14,  17,  16,
+    21,  20,  23,  22,  25,  24,  27,  26,  29,  28,  31,  30,  33,  32,  35,  34,
+    39,  38,  41,  40,  43,  42,  45,  44,  47,  46,  49,  48,  51,  50,  53,  52,
+    113, 112, 115, 114, 117, 116, 119, 118, 121, 120, 123, 122, 125, 124, 127, 126};
+
+// The whole quad at p: PartialSumsQ4Quad of its four blocks, from two loads.
+Ints PartialSumsQ4QuadAt(const unsigned char* p, const Words* x) {
+  const UBytes lo = Load<UBytes>(p);
+  const UBytes hi = Load<UBytes>(p + 8);
+  const UWords v = reinterpret_cast<UWords>(__builtin_shuffle(lo, hi, kQuadCodeBytes));
+  const UWords w = reinterpret_cast<UWords>(__builtin_shuffle(lo, hi, kQuadCodeBytesSwapped));
+  const Words q0 = reinterpret_cast<Words>(v & 15);
+  const Words q3 = reinterpret_cast<Words>(v >> 12);
+  const Words q2 = reinterpret_cast<Words>(w & 15);
+  const Words q1 = reinterpret_cast<Words>(w >> 12);
+  return AddNeighbours((q0 * x[0] + q1 * x[1]) + (q2 * x[2] + q3 * x[3]));
+}
+
+// The scales of one quad of blocks in four rows, as 16 halves: lane 4r + k is row r's block k.
+// In the first load of a quad (bytes 0 .. 63, read as 32 uint16) the scales are words 0, 9, 18
+// and 27; two word permutations take them from two rows each, a third joins the halves.
+const UWords kQuadScaleWords = {0, 9, 18, 27, 32, 41, 50, 59, 0, 0, 0, 0, 0, 0, 0, 0,
+                                0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+UHalves QuadScaleHalves(const unsigned char* const* row, size_t at) {
+  const UWords rows01 = __builtin_shuffle(Load<UWords>(row[0] + at), Load<UWords>(row[1] + at), kQuadScaleWords);
+  const UWords rows23 = __builtin_shuffle(Load<UWords>(row[2] + at), Load<UWords>(row[3] + at), kQuadScaleWords);
+  return __builtin_shufflevector(rows01, rows23, 0, 1, 2, 3, 4, 5, 6, 7, 32, 33, 34, 35, 36, 37, 38, 39);
 }
 
 // --- quantize_q8_0 ----------------------------------------------------------------------------
@@ -316,15 +369,19 @@ int DotQ4(const BlockQ4_0& w, const BlockQ8_0& x) {
 // together, so each activation vector is loaded once for the group.
 //
 // The scales: a weight row's halves sit 34 (or 18) bytes apart, one per block; they are
-// converted to floats once per group of rows (GroupRows), 16 at a time, read into the lanes of
-// one vector (never through a small array in memory: 16 two-byte stores read back as one
-// 32-byte load stall the load until the stores drain) and converted by HalvesToFloats. Per
-// token, 16 at a time, they are multiplied by the activation scales, and each pair or quad of
-// blocks picks its scales out of those 16 with one permutation.
+// converted to floats once per group of rows (GroupRows), 16 at a time, and converted by
+// HalvesToFloats. Q8_0 reads a row's 16 into the lanes of one vector (never through a small
+// array in memory: 16 two-byte stores read back as one 32-byte load stall the load until the
+// stores drain); per token, 16 at a time, they are multiplied by the activation scales, and
+// each pair of blocks picks its two out of those 16 with one permutation. Q4_0 takes the 16
+// scales of one quad of blocks in the group's four rows from the quads' first vectors with
+// word permutations (QuadScaleHalves); per token and quad they are multiplied by the
+// activation's four, and each row picks its four with one permutation (GroupDotQ4).
 //
 // Memory and arithmetic overlap: while a group of rows is multiplied, the next group's bytes
 // are requested (__builtin_prefetch, GCC's and Clang's portable hint, a prefetch instruction
-// on x86 and Arm), a share per batch. Without it the two take turns: reading a group's scales
+// on x86 and Arm), a share per batch (Q8_0) or per quad (Q4_0), and a call asks for its band's
+// first group before it starts. Without it the two take turns: reading a group's scales
 // waits on memory with little to compute, then the products compute with nothing to read, and
 // T = 1 reached 71 % (Q8_0) and 50 % (Q4_0) of the probe's bandwidth instead of 97 % and 75 %
 // (measured side by side); the hardware's own prefetcher only runs a little ahead of the loads
@@ -354,6 +411,10 @@ struct Activations {
   std::vector<Words> codes;    // T x paddedBlocks
   std::vector<float> scales;   // T x paddedBlocks
   std::vector<float> offsets;  // T x paddedBlocks (Q4_0)
+  // Q4_0: per token, per quad of blocks, the quad's four scales (and offsets) repeated for
+  // four rows: lane 4r + k holds block k's, as the row group's quad scales are laid out.
+  std::vector<Floats> quadScales;   // T x paddedBlocks / 4
+  std::vector<Floats> quadOffsets;  // T x paddedBlocks / 4
 };
 
 // The result lives in one object per thread, reused by every call and grown only when a call
@@ -396,15 +457,28 @@ const Activations& Prepare(int T, const BlockQ8_0* xq, int blocks, WeightType ty
       a.offsets[static_cast<size_t>(t) * a.paddedBlocks + b] = static_cast<float>(8 * sum) * scale;
     }
   }
+  if (type == WeightType::kQ4_0) {
+    const size_t quads = static_cast<size_t>(T) * a.paddedBlocks / 4;
+    a.quadScales.resize(quads);
+    a.quadOffsets.resize(quads);
+    for (size_t q = 0; q < quads; ++q) {
+      for (int lane = 0; lane < 16; ++lane) {
+        a.quadScales[q][lane] = a.scales[4 * q + lane % 4];
+        a.quadOffsets[q][lane] = a.offsets[4 * q + lane % 4];
+      }
+    }
+  }
   return a;
 }
 
 // A group of up to kGroupRows weight rows: their first bytes (a missing row repeats the last,
-// and its results are dropped), and their blocks' scales as floats, kGroupRows x paddedBlocks
-// (zero past the last block), converted once and used by every token that meets the group.
+// and its results are dropped), and their blocks' scales as floats, converted once and used by
+// every token that meets the group: Q8_0 kGroupRows x paddedBlocks (zero past the last block),
+// Q4_0 one vector per quad of blocks.
 struct RowGroup {
   const unsigned char* row[kGroupRows];
-  std::vector<float> scales;
+  std::vector<float> scales;       // Q8_0
+  std::vector<Floats> quadScales;  // Q4_0: per quad of blocks, lane 4r + k = row r's block k
   const unsigned char* next = nullptr;  // the next group's first byte, requested ahead
   size_t nextBytes = 0;                 // 0: nothing to request (the band's last group)
 };
@@ -413,9 +487,31 @@ struct RowGroup {
 template <WeightType kType>
 void GroupRows(const QuantMatrix& W, int blocks, int paddedBlocks, int o, int rows, RowGroup& group) {
   const unsigned char* weights = static_cast<const unsigned char*>(W.blocks);
-  group.scales.resize(static_cast<size_t>(kGroupRows) * paddedBlocks);
   for (int r = 0; r < kGroupRows; ++r) {
     group.row[r] = weights + static_cast<size_t>(o + std::min(r, rows - 1)) * blocks * BlockBytes<kType>();
+  }
+  if constexpr (kType == WeightType::kQ4_0) {
+    const int quads = (blocks + 3) / 4;
+    group.quadScales.resize(static_cast<size_t>(quads));
+    for (int q = 0; q < blocks / 4; ++q) {
+      group.quadScales[q] = HalvesToFloats(QuadScaleHalves(group.row, static_cast<size_t>(q) * 4 * sizeof(BlockQ4_0)));
+    }
+    if (blocks % 4 != 0) {  // the last, partial quad: its missing blocks repeat the row's last
+      UHalves halves{};
+      for (int r = 0; r < kGroupRows; ++r) {
+        for (int k = 0; k < 4; ++k) {
+          uint16_t d;
+          std::memcpy(&d, group.row[r] + static_cast<size_t>(std::min(4 * (quads - 1) + k, blocks - 1)) * sizeof(BlockQ4_0),
+                      sizeof d);
+          halves[4 * r + k] = d;
+        }
+      }
+      group.quadScales[quads - 1] = HalvesToFloats(halves);
+    }
+    return;
+  }
+  group.scales.resize(static_cast<size_t>(kGroupRows) * paddedBlocks);
+  for (int r = 0; r < kGroupRows; ++r) {
     float* scales = group.scales.data() + static_cast<size_t>(r) * paddedBlocks;
     for (int b0 = 0; b0 < blocks; b0 += kScaleBatch) {
       UHalves halves{};
@@ -442,8 +538,64 @@ const Ints kQuadLanes = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
 // into its accumulator. Q4_0 also gathers sum over blocks of half(dW) * offset (one 64-byte
 // fused multiply-add per row and batch) and takes it off at the end. Blocks past the row's last
 // are read as its last block again; their activation codes and scales are zero.
+// Lanes 4k .. 4k + 3 of the result are lane 4r + k of a quad's scales: row r's four.
+const Ints kRowScaleLanes[kGroupRows] = {
+    {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3},
+    {4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7},
+    {8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11},
+    {12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15}};
+
+// GroupDot for Q4_0, quad by quad: the quad's 16 combined scales half(dW) * half(dX) of the four
+// rows in one multiply, the offsets 8 * sum(x) * half(dX) * half(dW) of the four rows in one
+// fused multiply-add, then each row's partial sums multiply-added with its four scales.
+void GroupDotQ4(const RowGroup& group, const Activations& a, int t, int rows, float* y, Accumulate mode) {
+  const size_t quadsPerToken = static_cast<size_t>(a.paddedBlocks) / 4;
+  const Floats* xScales = a.quadScales.data() + static_cast<size_t>(t) * quadsPerToken;
+  const Floats* xOffsets = a.quadOffsets.data() + static_cast<size_t>(t) * quadsPerToken;
+  const Words* x = a.codes.data() + static_cast<size_t>(t) * a.paddedBlocks;
+  const int quads = (a.blocks + 3) / 4;
+  const int fullQuads = a.blocks / 4;
+  const int last = a.blocks - 1;
+  const size_t share = (group.nextBytes + quads - 1) / quads;
+  Floats sum[kGroupRows] = {};
+  Floats offset = {};
+  for (int q = 0; q < quads; ++q) {
+    // A share of the next group's bytes asked for now, while this quad computes.
+    const size_t from = static_cast<size_t>(q) * share;
+    for (size_t at = from; at < std::min(from + share, group.nextBytes); at += 64) __builtin_prefetch(group.next + at);
+    const Floats scale = group.quadScales[q] * xScales[q];
+    offset += group.quadScales[q] * xOffsets[q];
+    const size_t at = static_cast<size_t>(q) * 4 * sizeof(BlockQ4_0);
+    for (int r = 0; r < kGroupRows; ++r) {
+      Ints partial;
+      if (q < fullQuads) {
+        partial = PartialSumsQ4QuadAt(group.row[r] + at, x + 4 * q);
+      } else {  // the last, partial quad: its missing blocks repeat the last, against zero codes
+        const unsigned char* codes = group.row[r] + 2;
+        const int b = 4 * q;
+        partial = PartialSumsQ4Quad(codes + static_cast<size_t>(b) * sizeof(BlockQ4_0),
+                                    codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ4_0),
+                                    codes + static_cast<size_t>(std::min(b + 2, last)) * sizeof(BlockQ4_0),
+                                    codes + static_cast<size_t>(std::min(b + 3, last)) * sizeof(BlockQ4_0), x + b);
+      }
+      sum[r] += __builtin_convertvector(partial, Floats) * __builtin_shuffle(scale, kRowScaleLanes[r]);
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    float total = 0.0f;
+    for (int i = 0; i < 16; ++i) total += sum[r][i];
+    float off = 0.0f;
+    for (int k = 0; k < 4; ++k) off += offset[4 * r + k];
+    Deliver(y[r], total - off, mode);
+  }
+}
+
 template <WeightType kType>
 void GroupDot(const RowGroup& group, const Activations& a, int t, int rows, float* y, Accumulate mode) {
+  if constexpr (kType == WeightType::kQ4_0) {
+    GroupDotQ4(group, a, t, rows, y, mode);
+    return;
+  }
   constexpr int kStep = kType == WeightType::kQ8_0 ? 2 : 4;  // blocks per vector
   const float* xScales = a.scales.data() + static_cast<size_t>(t) * a.paddedBlocks;
   const float* xOffsets = a.offsets.data() + static_cast<size_t>(t) * a.paddedBlocks;
@@ -501,14 +653,19 @@ void GroupDot(const RowGroup& group, const Activations& a, int t, int rows, floa
 template <WeightType kType>
 void MatmulQRows(int T, const Activations& a, const QuantMatrix& W, float* y, Accumulate mode, int r0, int r1) {
   static thread_local RowGroup group;  // reused, as Prepare's activations are
+  const size_t rowBytes = static_cast<size_t>(a.blocks) * BlockBytes<kType>();
+  const unsigned char* weights = static_cast<const unsigned char*>(W.blocks);
+  const unsigned char* bandEnd = weights + static_cast<size_t>(r1) * rowBytes;
+  const size_t lead = kGroupRows * rowBytes;  // one group ahead
   for (int chunk = 0; chunk < T; chunk += kTokenChunk) {
+    const unsigned char* bandBegin = weights + static_cast<size_t>(r0) * rowBytes;
+    const size_t first = std::min<size_t>(lead, bandEnd - bandBegin);
+    for (size_t at = 0; at < first; at += 64) __builtin_prefetch(bandBegin + at);
     for (int o = r0; o < r1; o += kGroupRows) {
       const int rows = std::min(kGroupRows, r1 - o);
       GroupRows<kType>(W, a.blocks, a.paddedBlocks, o, rows, group);
-      const size_t rowBytes = static_cast<size_t>(a.blocks) * BlockBytes<kType>();
-      const int nextRows = std::clamp(r1 - (o + kGroupRows), 0, kGroupRows);
-      group.next = static_cast<const unsigned char*>(W.blocks) + static_cast<size_t>(o + kGroupRows) * rowBytes;
-      group.nextBytes = static_cast<size_t>(nextRows) * rowBytes;
+      group.next = weights + static_cast<size_t>(o) * rowBytes + lead;
+      group.nextBytes = group.next < bandEnd ? std::min<size_t>(kGroupRows * rowBytes, bandEnd - group.next) : 0;
       for (int t = chunk; t < std::min(T, chunk + kTokenChunk); ++t) {
         GroupDot<kType>(group, a, t, rows, y + static_cast<size_t>(t) * W.rows + o, mode);
         group.nextBytes = 0;  // requested during the chunk's first token

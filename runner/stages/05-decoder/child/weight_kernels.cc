@@ -177,19 +177,36 @@ void weight_matmul_gated(const WeightMatrix& gate, const WeightMatrix& up, Activ
   const size_t gateRowBytes = RowBytesOf(gate);
   const size_t upRowBytes = RowBytesOf(up);
   if (IsStageFourType(type) && IsStageFourType(up.tensor.type)) {
-    // One input row at a time, the outputs in pieces that fit on the stack.
-    constexpr int kPiece = 256;
+    // The input rows quantized in passes, as in weight_matmul; per pass, the outputs in pieces
+    // whose gate and up products fit the two stack buffers. Each piece is one matmul_q call per
+    // matrix over all the pass's rows, so a weight byte is read once per pass, not once per
+    // input row, and a decode step (one row) makes one call per matrix (TinyLlama's 5632
+    // outputs fit one piece): every call starts its stream of weight rows from cold and, on
+    // more than one thread, opens a parallel region, so fewer and longer calls run faster.
+    constexpr size_t kProductFloats = 16384;
     alignas(64) std::byte quantized[kQuantizedInputBytes];
-    QuantizedRowsAtOnce(gate);  // checks the row fits
-    float g[kPiece];
-    float u[kPiece];
-    for (int r = 0; r < rows; ++r) {
-      QuantizeQ8_0(static_cast<int>(gate.cols), x + static_cast<size_t>(r) * gate.cols, quantized);
-      for (uint64_t f0 = 0; f0 < gate.rows; f0 += kPiece) {
-        const uint64_t count = std::min<uint64_t>(kPiece, gate.rows - f0);
-        QuantRows(gate, gateRowBytes, f0, count, 1, quantized, g, Accumulate::kOverwrite, threads);
-        QuantRows(up, upRowBytes, f0, count, 1, quantized, u, Accumulate::kOverwrite, threads);
-        for (uint64_t f = 0; f < count; ++f) y[static_cast<size_t>(r) * gate.rows + f0 + f] = Activate(act, g[f]) * u[f];
+    alignas(64) float g[kProductFloats];
+    alignas(64) float u[kProductFloats];
+    const int perPass = QuantizedRowsAtOnce(gate);
+    const size_t quantizedRowBytes = gate.cols / kQuantBlock * kQ8BlockBytes;
+    for (int r0 = 0; r0 < rows; r0 += perPass) {
+      const int count = std::min(perPass, rows - r0);
+      for (int r = 0; r < count; ++r) {
+        QuantizeQ8_0(static_cast<int>(gate.cols), x + static_cast<size_t>(r0 + r) * gate.cols,
+                     quantized + r * quantizedRowBytes);
+      }
+      // Outputs per piece: as many as the buffers hold for `count` rows, a multiple of 16.
+      const uint64_t piece = std::max<uint64_t>(16, kProductFloats / static_cast<size_t>(count) / 16 * 16);
+      for (uint64_t f0 = 0; f0 < gate.rows; f0 += piece) {
+        const uint64_t outputs = std::min<uint64_t>(piece, gate.rows - f0);
+        QuantRows(gate, gateRowBytes, f0, outputs, count, quantized, g, Accumulate::kOverwrite, threads);
+        QuantRows(up, upRowBytes, f0, outputs, count, quantized, u, Accumulate::kOverwrite, threads);
+        for (int r = 0; r < count; ++r) {
+          float* out = y + static_cast<size_t>(r0 + r) * gate.rows + f0;
+          const float* gr = g + static_cast<size_t>(r) * outputs;
+          const float* ur = u + static_cast<size_t>(r) * outputs;
+          for (uint64_t f = 0; f < outputs; ++f) out[f] = Activate(act, gr[f]) * ur[f];
+        }
       }
     }
     return;
