@@ -19,13 +19,13 @@ Status WeightMatrix::ReadRows(uint64_t first, uint64_t count, std::span<float> o
   return DequantizeRows(tensor, firstRow + first, count, out);
 }
 
-Expected<WeightSource> WeightSource::Open(const std::string& path) {
+Expected<WeightSource> WeightSource::Open(const std::string& path, Residence residence) {
   auto kind = ClassifyModelPath(path);
   if (!kind) return kind.error();
   WeightSource source;
   source.path_ = path;
   if (*kind == ModelPathKind::kGguf) {
-    auto file = GgufFile::Open(path);
+    auto file = GgufFile::Open(path, residence);
     if (!file) return file.error();
     auto config = ModelConfigFromGguf(*file);
     if (!config) return config.error();
@@ -38,7 +38,7 @@ Expected<WeightSource> WeightSource::Open(const std::string& path) {
   if (!text) return text.error();
   auto config = ParseHfConfig(*text, configPath);
   if (!config) return config.error();
-  auto checkpoint = SafetensorsCheckpoint::OpenDirectory(HfWeightsPath(path, *kind));
+  auto checkpoint = SafetensorsCheckpoint::OpenDirectory(HfWeightsPath(path, *kind), residence);
   if (!checkpoint) return checkpoint.error();
   source.config_ = std::move(config).value();
   source.safetensors_.emplace(std::move(checkpoint).value());

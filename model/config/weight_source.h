@@ -4,7 +4,9 @@
 // Contract:
 //   - Open(path) maps the file(s) and reads the config (LoadModelConfig's rules). Nothing is
 //     copied: a WeightMatrix is a typed view into the mapping whose rows are dequantised to
-//     f32 on demand, so a model never needs more memory than its files' pages.
+//     f32 on demand, so a model never needs more memory than its files' pages. With
+//     Residence::kInMemory the files are read once into memory of their own instead
+//     (mapped_file.h says why a decoder wants that); the views are the same.
 //   - Tensors are asked for by GGUF name (gguf-py's tensor_mapping.py in llama.cpp); for an HF
 //     checkpoint the name is mapped (hf_names.h), Gemma's post_attention_layernorm ambiguity
 //     included.
@@ -55,7 +57,7 @@ struct WeightMatrix {
 
 class WeightSource {
  public:
-  static Expected<WeightSource> Open(const std::string& path);
+  static Expected<WeightSource> Open(const std::string& path, Residence residence = Residence::kMapped);
 
   WeightSource(WeightSource&&) = default;
   WeightSource& operator=(WeightSource&&) = default;

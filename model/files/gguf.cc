@@ -423,8 +423,8 @@ Expected<GgufFile> GgufFile::Parse(std::span<const std::byte> bytes, std::string
   return GgufParser(bytes, std::move(displayName)).Run();
 }
 
-Expected<GgufFile> GgufFile::Open(const std::string& path) {
-  Expected<MappedFile> mapping = MappedFile::Open(path);
+Expected<GgufFile> GgufFile::Open(const std::string& path, Residence residence) {
+  Expected<MappedFile> mapping = MappedFile::Open(path, residence);
   if (!mapping.ok()) return mapping.error();
   Expected<GgufFile> file = Parse(mapping->bytes(), path);
   if (!file.ok()) return file.error();

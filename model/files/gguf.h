@@ -130,7 +130,7 @@ struct GgufTensorInfo {
 class GgufFile {
  public:
   // Maps `path` and parses it; messages name the path as given.
-  static Expected<GgufFile> Open(const std::string& path);
+  static Expected<GgufFile> Open(const std::string& path, Residence residence = Residence::kMapped);
   // Parses bytes someone else owns; messages name `displayName`.
   static Expected<GgufFile> Parse(std::span<const std::byte> bytes, std::string displayName);
 

@@ -277,8 +277,8 @@ Expected<SafetensorsFile> SafetensorsFile::Parse(std::span<const std::byte> byte
   return SafetensorsParser(bytes, std::move(displayName)).Run();
 }
 
-Expected<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
-  Expected<MappedFile> mapping = MappedFile::Open(path);
+Expected<SafetensorsFile> SafetensorsFile::Open(const std::string& path, Residence residence) {
+  Expected<MappedFile> mapping = MappedFile::Open(path, residence);
   if (!mapping.ok()) return mapping.error();
   Expected<SafetensorsFile> file = Parse(mapping->bytes(), path);
   if (!file.ok()) return file.error();

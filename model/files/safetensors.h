@@ -67,7 +67,7 @@ struct SafetensorsTensorInfo {
 
 class SafetensorsFile {
  public:
-  static Expected<SafetensorsFile> Open(const std::string& path);
+  static Expected<SafetensorsFile> Open(const std::string& path, Residence residence = Residence::kMapped);
   // Parses bytes someone else owns (they must outlive the result); messages name displayName.
   static Expected<SafetensorsFile> Parse(std::span<const std::byte> bytes, std::string displayName);
 
@@ -99,9 +99,10 @@ class SafetensorsCheckpoint {
   static constexpr const char* kIndexFileName = "model.safetensors.index.json";
 
   // `directory` holds model.safetensors.index.json and its shards, or model.safetensors.
-  static Expected<SafetensorsCheckpoint> OpenDirectory(const std::string& directory);
+  static Expected<SafetensorsCheckpoint> OpenDirectory(const std::string& directory,
+                                                       Residence residence = Residence::kMapped);
   // One .safetensors file on its own.
-  static Expected<SafetensorsCheckpoint> OpenFile(const std::string& path);
+  static Expected<SafetensorsCheckpoint> OpenFile(const std::string& path, Residence residence = Residence::kMapped);
   // Files already parsed (tests, the fuzzer); fails if two of them hold the same tensor.
   static Expected<SafetensorsCheckpoint> FromFiles(std::vector<SafetensorsFile> files, std::string source);
   // Parses the text of an index file (exposed for tests and the fuzzer): the weight_map as

@@ -14,8 +14,8 @@ namespace wb {
 
 namespace fsys = std::filesystem;
 
-Expected<SafetensorsCheckpoint> SafetensorsCheckpoint::OpenFile(const std::string& path) {
-  Expected<SafetensorsFile> file = SafetensorsFile::Open(path);
+Expected<SafetensorsCheckpoint> SafetensorsCheckpoint::OpenFile(const std::string& path, Residence residence) {
+  Expected<SafetensorsFile> file = SafetensorsFile::Open(path, residence);
   if (!file.ok()) return file.error();
   std::vector<SafetensorsFile> files;
   files.push_back(std::move(*file));
@@ -31,7 +31,8 @@ Expected<SafetensorsCheckpoint> SafetensorsCheckpoint::FromFiles(std::vector<Saf
   return checkpoint;
 }
 
-Expected<SafetensorsCheckpoint> SafetensorsCheckpoint::OpenDirectory(const std::string& directory) {
+Expected<SafetensorsCheckpoint> SafetensorsCheckpoint::OpenDirectory(const std::string& directory,
+                                                                      Residence residence) {
   std::error_code error;
   if (!fsys::is_directory(directory, error)) {
     if (!fsys::exists(directory, error)) return BadUsage(fmt::format("{}: no such file or directory", directory));
@@ -44,7 +45,7 @@ Expected<SafetensorsCheckpoint> SafetensorsCheckpoint::OpenDirectory(const std::
     if (!fsys::exists(singlePath, error)) {
       return BadData(fmt::format("{}: has neither {} nor {}", directory, kSingleFileName, kIndexFileName));
     }
-    Expected<SafetensorsCheckpoint> checkpoint = OpenFile(singlePath);
+    Expected<SafetensorsCheckpoint> checkpoint = OpenFile(singlePath, residence);
     if (checkpoint.ok()) checkpoint->source_ = directory;
     return checkpoint;
   }
@@ -63,7 +64,7 @@ Expected<SafetensorsCheckpoint> SafetensorsCheckpoint::OpenDirectory(const std::
   for (const auto& [tensor, shard] : *weightMap) shardNames.insert(shard);
   std::map<std::string, size_t> shardIndex;
   for (const std::string& shard : shardNames) {
-    Expected<SafetensorsFile> file = SafetensorsFile::Open((dir / shard).string());
+    Expected<SafetensorsFile> file = SafetensorsFile::Open((dir / shard).string(), residence);
     if (!file.ok()) return file.error();
     shardIndex.emplace(shard, checkpoint.shards_.size());
     checkpoint.shards_.push_back(std::move(*file));

@@ -43,7 +43,9 @@ DecoderSession::DecoderSession(model::WeightSource source, model::ModelWeights w
 
 Expected<std::unique_ptr<DecoderSession>> DecoderSession::Open(const std::string& path, int contextTokens,
                                                                int maxCallTokens, CacheType cacheType, int threads) {
-  auto source = model::WeightSource::Open(path);
+  // The weights read into memory of their own, not left in the file's mapping: a decode step
+  // streams all of them, and from anonymous (huge) pages it streams them faster.
+  auto source = model::WeightSource::Open(path, Residence::kInMemory);
   if (!source) return source.error();
   auto weights = model::BindWeights(source->config(), *source);
   if (!weights) return weights.error();

@@ -39,3 +39,34 @@ TEST_CASE("missing paths, directories and empty files are errors naming the path
   CHECK(MappedFile::Open(empty).error().kind == wb::ErrorKind::kBadData);
   CHECK(MappedFile::Open("/dev/null").error().message == "/dev/null: is not a regular file");
 }
+
+TEST_CASE("in memory, a file's bytes are a copy of their own, read whole at Open") {
+  wb::test::TempDir dir;
+  // More than one page and not a whole number of them, so the read loop's end is exercised.
+  std::string text(3 * 4096 + 123, '\0');
+  for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>('a' + i % 26);
+  const std::string path = dir.Write("weights.bin", std::string_view(text));
+  auto copy = MappedFile::Open(path, wb::Residence::kInMemory);
+  auto mapped = MappedFile::Open(path);
+  REQUIRE(copy.ok());
+  REQUIRE(mapped.ok());
+  REQUIRE(copy->bytes().size() == text.size());
+  CHECK(std::string_view(reinterpret_cast<const char*>(copy->bytes().data()), text.size()) == text);
+  CHECK(copy->bytes().data() != mapped->bytes().data());
+  // The file rewritten in place: the mapping shows the new bytes, the copy keeps the old ones.
+  dir.Write("weights.bin", std::string_view(std::string(text.size(), 'Z')));
+  CHECK(static_cast<char>(mapped->bytes()[5000]) == 'Z');
+  CHECK(static_cast<char>(copy->bytes()[5000]) == text[5000]);
+  // A move keeps the copy where it is, as it keeps a mapping.
+  const std::byte* address = copy->bytes().data();
+  MappedFile moved = std::move(*copy);
+  CHECK(moved.bytes().data() == address);
+}
+
+TEST_CASE("in memory, refusals are the mapped ones") {
+  wb::test::TempDir dir;
+  const std::string missing = dir / "missing.gguf";
+  CHECK(MappedFile::Open(missing, wb::Residence::kInMemory).error().message == missing + ": no such file or directory");
+  const std::string empty = dir.Write("empty.gguf", std::string_view(""));
+  CHECK(MappedFile::Open(empty, wb::Residence::kInMemory).error().message == empty + ": the file is empty");
+}
