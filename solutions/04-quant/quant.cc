@@ -655,17 +655,19 @@ void MatmulQRows(int T, const Activations& a, const QuantMatrix& W, float* y, Ac
   static thread_local RowGroup group;  // reused, as Prepare's activations are
   const size_t rowBytes = static_cast<size_t>(a.blocks) * BlockBytes<kType>();
   const unsigned char* weights = static_cast<const unsigned char*>(W.blocks);
-  const unsigned char* bandEnd = weights + static_cast<size_t>(r1) * rowBytes;
+  // Byte offsets into W, compared as integers: a pointer past the band's end is never formed.
+  const size_t bandBegin = static_cast<size_t>(r0) * rowBytes;
+  const size_t bandEnd = static_cast<size_t>(r1) * rowBytes;
   const size_t lead = kGroupRows * rowBytes;  // one group ahead
   for (int chunk = 0; chunk < T; chunk += kTokenChunk) {
-    const unsigned char* bandBegin = weights + static_cast<size_t>(r0) * rowBytes;
-    const size_t first = std::min<size_t>(lead, bandEnd - bandBegin);
-    for (size_t at = 0; at < first; at += 64) __builtin_prefetch(bandBegin + at);
+    const size_t first = std::min(lead, bandEnd - bandBegin);
+    for (size_t at = 0; at < first; at += 64) __builtin_prefetch(weights + bandBegin + at);
     for (int o = r0; o < r1; o += kGroupRows) {
       const int rows = std::min(kGroupRows, r1 - o);
       GroupRows<kType>(W, a.blocks, a.paddedBlocks, o, rows, group);
-      group.next = weights + static_cast<size_t>(o) * rowBytes + lead;
-      group.nextBytes = group.next < bandEnd ? std::min<size_t>(kGroupRows * rowBytes, bandEnd - group.next) : 0;
+      const size_t next = static_cast<size_t>(o) * rowBytes + lead;
+      group.next = next < bandEnd ? weights + next : weights;
+      group.nextBytes = next < bandEnd ? std::min(kGroupRows * rowBytes, bandEnd - next) : 0;
       for (int t = chunk; t < std::min(T, chunk + kTokenChunk); ++t) {
         GroupDot<kType>(group, a, t, rows, y + static_cast<size_t>(t) * W.rows + o, mode);
         group.nextBytes = 0;  // requested during the chunk's first token

@@ -187,7 +187,10 @@ void weight_matmul_gated(const WeightMatrix& gate, const WeightMatrix& up, Activ
     alignas(64) std::byte quantized[kQuantizedInputBytes];
     alignas(64) float g[kProductFloats];
     alignas(64) float u[kProductFloats];
-    const int perPass = QuantizedRowsAtOnce(gate);
+    // Rows per pass: as many as the quantized input's buffer holds, and never more than leave a
+    // piece of 16 outputs room in the product buffers (count * piece <= kProductFloats).
+    constexpr int kMostRows = static_cast<int>(kProductFloats / 16);
+    const int perPass = std::min(QuantizedRowsAtOnce(gate), kMostRows);
     const size_t quantizedRowBytes = gate.cols / kQuantBlock * kQ8BlockBytes;
     for (int r0 = 0; r0 < rows; r0 += perPass) {
       const int count = std::min(perPass, rows - r0);
@@ -196,7 +199,7 @@ void weight_matmul_gated(const WeightMatrix& gate, const WeightMatrix& up, Activ
                      quantized + r * quantizedRowBytes);
       }
       // Outputs per piece: as many as the buffers hold for `count` rows, a multiple of 16.
-      const uint64_t piece = std::max<uint64_t>(16, kProductFloats / static_cast<size_t>(count) / 16 * 16);
+      const uint64_t piece = kProductFloats / static_cast<size_t>(count) / 16 * 16;  // >= 16: count <= kMostRows
       for (uint64_t f0 = 0; f0 < gate.rows; f0 += piece) {
         const uint64_t outputs = std::min<uint64_t>(piece, gate.rows - f0);
         QuantRows(gate, gateRowBytes, f0, outputs, count, quantized, g, Accumulate::kOverwrite, threads);
