@@ -556,28 +556,39 @@ void GroupDotQ4(const RowGroup& group, const Activations& a, int t, int rows, fl
   const int quads = (a.blocks + 3) / 4;
   const int fullQuads = a.blocks / 4;
   const int last = a.blocks - 1;
-  const size_t share = (group.nextBytes + quads - 1) / quads;
   Floats sum[kGroupRows] = {};
   Floats offset = {};
-  for (int q = 0; q < quads; ++q) {
-    // A share of the next group's bytes asked for now, while this quad computes.
-    const size_t from = static_cast<size_t>(q) * share;
-    for (size_t at = from; at < std::min(from + share, group.nextBytes); at += 64) __builtin_prefetch(group.next + at);
-    const Floats scale = group.quadScales[q] * xScales[q];
+  // The quad's combined scales, and its offsets taken into `offset`; returns the scales.
+  auto quadScales = [&](int q) {
     offset += group.quadScales[q] * xOffsets[q];
+    return group.quadScales[q] * xScales[q];
+  };
+  // The next group's bytes, a share per quad (whole cache lines), asked for while the quads
+  // compute; what is left after the last whole quad, at once.
+  const size_t share = (group.nextBytes + quads - 1) / quads / 64 * 64 + 64;
+  size_t ahead = 0;
+  // The whole quads, each from two loads per row.
+  for (int q = 0; q < fullQuads; ++q) {
+    for (size_t at = ahead; at < std::min(ahead + share, group.nextBytes); at += 64) __builtin_prefetch(group.next + at);
+    ahead += share;
+    const Floats scale = quadScales(q);
     const size_t at = static_cast<size_t>(q) * 4 * sizeof(BlockQ4_0);
     for (int r = 0; r < kGroupRows; ++r) {
-      Ints partial;
-      if (q < fullQuads) {
-        partial = PartialSumsQ4QuadAt(group.row[r] + at, x + 4 * q);
-      } else {  // the last, partial quad: its missing blocks repeat the last, against zero codes
-        const unsigned char* codes = group.row[r] + 2;
-        const int b = 4 * q;
-        partial = PartialSumsQ4Quad(codes + static_cast<size_t>(b) * sizeof(BlockQ4_0),
-                                    codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ4_0),
-                                    codes + static_cast<size_t>(std::min(b + 2, last)) * sizeof(BlockQ4_0),
-                                    codes + static_cast<size_t>(std::min(b + 3, last)) * sizeof(BlockQ4_0), x + b);
-      }
+      const Ints partial = PartialSumsQ4QuadAt(group.row[r] + at, x + 4 * q);
+      sum[r] += __builtin_convertvector(partial, Floats) * __builtin_shuffle(scale, kRowScaleLanes[r]);
+    }
+  }
+  for (size_t at = ahead; at < group.nextBytes; at += 64) __builtin_prefetch(group.next + at);
+  // The last, partial quad: its missing blocks repeat the row's last, against zero codes.
+  if (fullQuads < quads) {
+    const int b = 4 * fullQuads;
+    const Floats scale = quadScales(fullQuads);
+    for (int r = 0; r < kGroupRows; ++r) {
+      const unsigned char* codes = group.row[r] + 2;  // a block's codes follow its scale
+      const Ints partial = PartialSumsQ4Quad(codes + static_cast<size_t>(b) * sizeof(BlockQ4_0),
+                                             codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ4_0),
+                                             codes + static_cast<size_t>(std::min(b + 2, last)) * sizeof(BlockQ4_0),
+                                             codes + static_cast<size_t>(std::min(b + 3, last)) * sizeof(BlockQ4_0), x + b);
       sum[r] += __builtin_convertvector(partial, Floats) * __builtin_shuffle(scale, kRowScaleLanes[r]);
     }
   }
