@@ -112,6 +112,15 @@ int QuantizedRowsAtOnce(const WeightMatrix& W) {
   return static_cast<int>(kQuantizedInputBytes / rowBytes);
 }
 
+// Input rows [first, first + count) of x (W.cols values each) quantized into `quantized`, back to
+// back: one pass's input to matmul_q.
+void QuantizePass(const WeightMatrix& W, const float* x, int first, int count, std::byte* quantized) {
+  const size_t quantizedRowBytes = W.cols / kQuantBlock * kQ8BlockBytes;
+  for (int r = 0; r < count; ++r) {
+    QuantizeQ8_0(static_cast<int>(W.cols), x + static_cast<size_t>(first + r) * W.cols, quantized + r * quantizedRowBytes);
+  }
+}
+
 const float* F32Rows(const WeightMatrix& W) {
   const std::byte* start = W.tensor.data.data() + W.firstRow * W.cols * sizeof(float);
   if (reinterpret_cast<uintptr_t>(start) % alignof(float) != 0) return nullptr;  // an unaligned safetensors tensor
@@ -132,12 +141,9 @@ void weight_matmul(const WeightMatrix& W, int rows, const float* x, float* y, Ac
   if (IsStageFourType(type)) {
     alignas(64) std::byte quantized[kQuantizedInputBytes];
     const int perPass = QuantizedRowsAtOnce(W);
-    const size_t quantizedRowBytes = W.cols / kQuantBlock * kQ8BlockBytes;
     for (int r0 = 0; r0 < rows; r0 += perPass) {
       const int count = std::min(perPass, rows - r0);
-      for (int r = 0; r < count; ++r) {
-        QuantizeQ8_0(static_cast<int>(W.cols), x + static_cast<size_t>(r0 + r) * W.cols, quantized + r * quantizedRowBytes);
-      }
+      QuantizePass(W, x, r0, count, quantized);
       QuantRows(W, rowBytes, 0, W.rows, count, quantized, y + static_cast<size_t>(r0) * W.rows, mode, threads);
     }
     return;
@@ -191,13 +197,9 @@ void weight_matmul_gated(const WeightMatrix& gate, const WeightMatrix& up, Activ
     // piece of 16 outputs room in the product buffers (count * piece <= kProductFloats).
     constexpr int kMostRows = static_cast<int>(kProductFloats / 16);
     const int perPass = std::min(QuantizedRowsAtOnce(gate), kMostRows);
-    const size_t quantizedRowBytes = gate.cols / kQuantBlock * kQ8BlockBytes;
     for (int r0 = 0; r0 < rows; r0 += perPass) {
       const int count = std::min(perPass, rows - r0);
-      for (int r = 0; r < count; ++r) {
-        QuantizeQ8_0(static_cast<int>(gate.cols), x + static_cast<size_t>(r0 + r) * gate.cols,
-                     quantized + r * quantizedRowBytes);
-      }
+      QuantizePass(gate, x, r0, count, quantized);
       // Outputs per piece: as many as the buffers hold for `count` rows, a multiple of 16.
       const uint64_t piece = kProductFloats / static_cast<size_t>(count) / 16 * 16;  // >= 16: count <= kMostRows
       for (uint64_t f0 = 0; f0 < gate.rows; f0 += piece) {
