@@ -208,12 +208,14 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool addSpecial, b
   };
 
   // Special tokens, leftmost and longest first (HF's AddedVocabulary split; llama.cpp's
-  // tokenizer_st_partition). Control tokens only when asked; user-defined ones always.
+  // tokenizer_st_partition). Control tokens and the unknown token only when asked (llama.cpp
+  // skips LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_UNKNOWN unless parse_special); user-defined
+  // ones always.
   size_t fragmentStart = 0;
   for (size_t i = 0; i < text.size();) {
     int32_t found = -1;
     for (int32_t id : v.specialsByFirstByte[static_cast<uint8_t>(text[i])]) {
-      if (!parseSpecial && v.types[id] == TokenType::kControl) continue;
+      if (!parseSpecial && v.types[id] != TokenType::kUserDefined) continue;
       const std::string& t = v.tokens[id];
       if (text.compare(i, t.size(), t) == 0) {
         found = id;
@@ -272,7 +274,10 @@ std::string Tokenizer::Decode(std::span<const int32_t> ids, bool skipSpecial) co
   for (int32_t id : ids) {
     if (id < 0 || id >= VocabSize()) continue;
     const TokenType type = v.types[id];
-    if (skipSpecial && type == TokenType::kControl) continue;
+    // llama.cpp's token_to_piece drops both kinds unless asked for special tokens (its
+    // attr_special is LLAMA_TOKEN_ATTR_UNKNOWN | LLAMA_TOKEN_ATTR_CONTROL), and HF's
+    // skip_special_tokens drops "<unk>" with the other special tokens.
+    if (skipSpecial && (type == TokenType::kControl || type == TokenType::kUnknown)) continue;
     std::string piece = Piece(id);
     const bool normal = type == TokenType::kNormal || type == TokenType::kUndefined || type == TokenType::kUnused;
     if (first && normal && v.kind == TokenizerKind::kSentencePiece && v.addSpacePrefix && !piece.empty() &&

@@ -13,11 +13,11 @@
 //     scores), or the pair earliest in the merge list (tokenizer.json; a GGUF whose scores
 //     are -rank tokenizes the same); leftmost on ties. A character no token covers becomes
 //     its bytes' <0xXX> tokens when the vocabulary has them, else the unknown token.
-// Special tokens: with parseSpecial, control tokens written in the text become their ids;
-// user-defined tokens (GGUF type 4, tokenizer.json added tokens with "special": false) always
-// do, as in llama.cpp (tokenizer_st_partition) and HF tokenizers. Matching is leftmost,
-// longest first. Nothing here fails on any input text or id; loading fails with a wb::BadData
-// whose message starts with the file's name.
+// Special tokens: with parseSpecial, control tokens and the unknown token ("<unk>", GGUF type 2)
+// written in the text become their ids; user-defined tokens (GGUF type 4, tokenizer.json added
+// tokens with "special": false) always do, as in llama.cpp (tokenizer_st_partition) and HF
+// tokenizers. Matching is leftmost, longest first. Nothing here fails on any input text or id;
+// loading fails with a wb::BadData whose message starts with the file's name.
 #pragma once
 
 #include <cstdint>
@@ -58,11 +58,12 @@ class Tokenizer {
   static Expected<Tokenizer> Open(const std::string& modelPath);
 
   // addSpecial: BOS (and EOS) as the model's add_bos/add_eos say; parseSpecial: control
-  // tokens written in the text ("<|im_start|>") become their ids instead of being split.
+  // tokens written in the text ("<|im_start|>"), and the unknown token, become their ids
+  // instead of being split.
   std::vector<int32_t> Encode(std::string_view text, bool addSpecial, bool parseSpecial) const;
   // Concatenated pieces; SentencePiece's leading space from the dummy prefix removed from the
   // first token (as llama.cpp's llama_vocab::impl::detokenize and HF's Metaspace decoder do);
-  // skipSpecial drops control tokens. Out-of-range ids add nothing.
+  // skipSpecial drops control tokens and the unknown token. Out-of-range ids add nothing.
   std::string Decode(std::span<const int32_t> ids, bool skipSpecial = false) const;
   // The bytes one token adds in the middle of a text (for streaming; may be part of a UTF-8
   // character); control and user-defined tokens give their text; "" for an id out of range.

@@ -86,7 +86,11 @@ Expected<std::shared_ptr<const Vocabulary>> FinishVocabulary(Vocabulary v) {
 
   for (int32_t id = 0; id < n; ++id) {
     const TokenType t = v.types[id];
-    if ((t == TokenType::kControl || t == TokenType::kUserDefined) && !v.tokens[id].empty()) {
+    // The unknown token is written out like a special token too: llama.cpp's special-token
+    // cache takes LLAMA_TOKEN_ATTR_CONTROL, _USER_DEFINED and _UNKNOWN, and a tokenizer.json
+    // lists "<unk>" among its added tokens with "special": true.
+    if ((t == TokenType::kControl || t == TokenType::kUnknown || t == TokenType::kUserDefined) &&
+        !v.tokens[id].empty()) {
       v.specialsByFirstByte[static_cast<uint8_t>(v.tokens[id][0])].push_back(id);
     }
   }

@@ -57,7 +57,7 @@ struct Vocabulary {
   std::unordered_map<uint64_t, MergeResult> merges;  // (left id << 32 | right id)
   // Byte-level: the token of each byte's character; SentencePiece: the <0xXX> tokens. -1: none.
   std::array<int32_t, 256> byteTokens{};
-  // Control and user-defined tokens, by their first byte, longest first.
+  // Control, unknown and user-defined tokens, by their first byte, longest first.
   std::array<std::vector<int32_t>, 256> specialsByFirstByte;
   std::vector<int32_t> endOfGeneration;  // sorted
 

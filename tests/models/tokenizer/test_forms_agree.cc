@@ -12,7 +12,8 @@ namespace {
 
 std::vector<std::string> Texts() {
   std::vector<std::string> texts = AwkwardTexts();
-  for (const char* t : {"hello world", "ell lll el", " hello  world ", "123 1234 12 world's", "'S 'LL hello"}) {
+  for (const char* t : {"hello world", "ell lll el", " hello  world ", "123 1234 12 world's", "'S 'LL hello",
+                        "hello<unk> world</s>"}) {
     texts.push_back(t);
   }
   return texts;

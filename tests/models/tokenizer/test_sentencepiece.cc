@@ -114,3 +114,21 @@ TEST_CASE("BOS by default, EOS when the file says; special tokens when parsed") 
   CHECK(t.IsEndOfGeneration(2));
   CHECK(!t.IsEndOfGeneration(1));
 }
+
+TEST_CASE("the unknown token is special: parsed only when asked, dropped by skipSpecial") {
+  TempDir dir;
+  const SentencePieceVocab v = MakeSentencePieceVocab();
+  const auto id = [&](const std::string& s) { return IdIn(v.tokens, s); };
+  const Tokenizer t = Load(dir, v);
+  // GGUF type 2 (unknown): llama.cpp's tokenizer_st_partition matches it as it matches control
+  // tokens, and a tokenizer.json has "<unk>" as an added token with "special": true. The text
+  // after it gets its own "▁", as after any special token.
+  CHECK(t.Encode("hello<unk>world", false, true) == Ids{id("▁hello"), 0, id("▁world")});
+  const Ids unparsed = t.Encode("<unk>", false, false);
+  REQUIRE(unparsed.size() >= 2);
+  CHECK(unparsed.front() == id("▁"));
+  CHECK(unparsed[1] == id("<"));
+  const Ids ids = {id("▁hello"), 0, id("▁world")};
+  CHECK(t.Decode(ids) == "hello<unk> world");
+  CHECK(t.Decode(ids, /*skipSpecial=*/true) == "hello world");
+}
