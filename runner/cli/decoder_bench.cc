@@ -12,8 +12,10 @@
 //     would make the default run last half an hour, so it is timed with --model): the
 //     generate program's bench mode (runner/generate/generate_bench.h) with the chosen
 //     decoder: prefill of 128 tokens and 64 decode steps, on 1 and 2 threads, tokens/s per run;
+//   - the probe again after each model;
 //   - from those: the weight bytes one decoded token reads, times decode tokens/s, as GB/s and
-//     as a share of the probe at the same thread count (decode streams every weight once per
+//     as a share of the probe at the same thread count, the mean of the probes just before and
+//     just after the model's runs (decode streams every weight once per
 //     token, so that share is how close it runs to the memory's speed); peak resident memory
 //     against the file's size; allocations during decode steps (there must be none).
 // The medians are what the table compares; the fastest and slowest runs show the noise.
@@ -21,6 +23,7 @@
 #include "decoder_bench.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -182,19 +185,28 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
     models = {o.model};
   }
 
-  // The probe.
+  // The probe, measured before the first model and again after each: a model's share is of
+  // the mean of the two probes around its runs, so a machine whose other load changes during
+  // the bench is compared with what it gave while that model ran.
   auto cache = stage04::LastLevelCache();
   if (!cache) return ReportError(cache.error());
   const uint64_t probeBytes = 2 * cache->bytes;
-  auto probe = stage04::RunJsonProgram(
-      {WB_STAGE04_YARDSTICK, "probe", std::to_string(probeBytes), fmt::format("{}", kProbeBudgetSeconds)},
-      "the bench's yardstick (stage04-yardstick probe)", 300);
-  if (!probe) return ReportError(probe.error());
-  if (probe->exitStatus != 0 || !probe->json.contains("seconds") || probe->json["seconds"].size() != 2) {
-    return ReportError(InternalError("the bench's yardstick printed no probe: rebuild the workbook"));
-  }
-  const double probeGbs[2] = {probeBytes / probe->json["seconds"][0]["median"].get<double>() / 1e9,
-                              probeBytes / probe->json["seconds"][1]["median"].get<double>() / 1e9};
+  using ProbeRates = std::array<double, 2>;  // GB/s on 1 and 2 threads
+  auto measureProbe = [&]() -> Expected<ProbeRates> {
+    auto probe = stage04::RunJsonProgram(
+        {WB_STAGE04_YARDSTICK, "probe", std::to_string(probeBytes), fmt::format("{}", kProbeBudgetSeconds)},
+        "the bench's yardstick (stage04-yardstick probe)", 300);
+    if (!probe) return probe.error();
+    if (probe->exitStatus != 0 || !probe->json.contains("seconds") || probe->json["seconds"].size() != 2) {
+      return InternalError("the bench's yardstick printed no probe: rebuild the workbook");
+    }
+    return ProbeRates{probeBytes / probe->json["seconds"][0]["median"].get<double>() / 1e9,
+                      probeBytes / probe->json["seconds"][1]["median"].get<double>() / 1e9};
+  };
+  auto firstProbe = measureProbe();
+  if (!firstProbe) return ReportError(firstProbe.error());
+  const ProbeRates probeGbs = *firstProbe;
+  ProbeRates probeBefore = probeGbs;
 
   json report = {{"stage", kDecoderStage},
                  {"decoder", program->decoderName},
@@ -203,8 +215,8 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
                  {"probe", {{"bytes", probeBytes}, {"gb_per_second", {probeGbs[0], probeGbs[1]}}}},
                  {"models", json::array()}};
   if (o.format != "json") {
-    std::printf("\n%s\nprobe: read bandwidth %.1f GB/s on 1 thread, %.1f GB/s on 2 (a %.0f MiB buffer, twice the "
-                "last-level cache: %s)\n\n",
+    std::printf("\n%s\nprobe: read bandwidth %.1f GB/s on 1 thread, %.1f GB/s on 2 at the start, measured again "
+                "after each model (a %.0f MiB buffer, twice the last-level cache: %s)\n\n",
                 program->decoderName.c_str(), probeGbs[0], probeGbs[1], probeBytes / 1048576.0, cache->source.c_str());
     std::printf("%-34s %3s  %-26s %-26s %10s %8s %8s\n", "model", "thr", "prefill 128, tokens/s", "decode 64, tokens/s",
                 "weights/tok", "GB/s", "of probe");
@@ -222,13 +234,18 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
       return timed->exitStatus == 2 ? kExitBadInput : kExitFail;
     }
     json entry = timed->json;
+    auto probeAfter = measureProbe();
+    if (!probeAfter) return ReportError(probeAfter.error());
+    const ProbeRates around = {(probeBefore[0] + (*probeAfter)[0]) / 2, (probeBefore[1] + (*probeAfter)[1]) / 2};
+    entry["probe_gb_per_second"] = {{"before", probeBefore}, {"after", *probeAfter}, {"mean", around}};
+    probeBefore = *probeAfter;
     const double weightBytes = entry["weight_bytes_per_token"].get<double>();
     for (json& run : entry["runs"]) {
       const int threads = run["threads"].get<int>();
       const Rates prefill = RatesOf(run["prefill_tokens_per_second"]);
       const Rates decode = RatesOf(run["decode_tokens_per_second"]);
       const double gbs = decode.median * weightBytes / 1e9;
-      const double share = gbs / probeGbs[std::min(threads, 2) - 1];
+      const double share = gbs / around[std::min(threads, 2) - 1];
       run["decode_gb_per_second"] = gbs;
       run["decode_share_of_probe"] = share;
       if (o.format != "json") {
@@ -245,6 +262,11 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
           allocations += run["decode_allocations"].get<uint64_t>();
         }
       }
+      std::printf("%-34s      probe before and after: %.1f, %.1f GB/s on 1 thread; %.1f, %.1f on 2\n", "",
+                  entry["probe_gb_per_second"]["before"][0].get<double>(),
+                  entry["probe_gb_per_second"]["after"][0].get<double>(),
+                  entry["probe_gb_per_second"]["before"][1].get<double>(),
+                  entry["probe_gb_per_second"]["after"][1].get<double>());
       std::printf("%-34s      peak memory %.0f MiB for a %.0f MiB file; decode steps allocated %s\n", "",
                   entry["peak_rss_bytes"].get<double>() / 1048576.0, entry["file_bytes"].get<double>() / 1048576.0,
                   counted ? (allocations == 0 ? std::string("nothing") : fmt::format("{} times", allocations)).c_str()
@@ -257,7 +279,8 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
     std::puts(report.dump(2).c_str());
   } else {
     std::printf("\n(tokens/s: the median of %d runs after a warm-up, with the slowest and fastest; GB/s: decode's "
-                "median times the weight bytes one token reads)\n",
+                "median times the weight bytes one token reads; of probe: of the mean of the probes measured "
+                "just before and just after that model)\n",
                 o.repeats);
   }
   if (!o.plot.empty()) {
