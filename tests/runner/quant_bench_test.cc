@@ -81,6 +81,15 @@ TEST_CASE("bench 4 --solutions prints every figure from one run, and draws them"
     CHECK(probe["buffer_bytes"].get<uint64_t>() >= 2 * cache);
     CHECK(Positive(probe["read_bandwidth_gbs"]));
     CheckTiming(probe["time"]);
+    // Measured again after the kernels: the share is of the mean of the two.
+    CheckTiming(probe["time_after"]);
+    const double before = probe["read_bandwidth_gbs_before"].get<double>();
+    const double after = probe["read_bandwidth_gbs_after"].get<double>();
+    CHECK(before == doctest::Approx(static_cast<double>(probe["buffer_bytes"].get<uint64_t>()) /
+                                    probe["time"]["median_seconds"].get<double>() / 1e9));
+    CHECK(after == doctest::Approx(static_cast<double>(probe["buffer_bytes"].get<uint64_t>()) /
+                                   probe["time_after"]["median_seconds"].get<double>() / 1e9));
+    CHECK(probe["read_bandwidth_gbs"].get<double>() == doctest::Approx((before + after) / 2));
   }
 
   // Decode: Q8_0, Q4_0 and stage 3's f32 on 1 and 2 threads, each over at least twice the cache.
@@ -95,6 +104,10 @@ TEST_CASE("bench 4 --solutions prints every figure from one run, and draws them"
     CHECK(k["copies"].get<uint64_t>() * k["matrix_bytes"].get<uint64_t>() >= 2 * cache);
     CHECK(Positive(k["gbs"]));
     CHECK(Positive(k["percent_of_probe"]));
+    const int t = k["threads"].get<int>() - 1;
+    REQUIRE((t == 0 || t == 1));
+    CHECK(k["percent_of_probe"].get<double>() ==
+          doctest::Approx(100 * k["gbs"].get<double>() / report["probe"][t]["read_bandwidth_gbs"].get<double>()));
     CHECK(Positive(k["speed_over_f32"]));
     CheckTiming(k["time"]);
     if (k["type"] == "f32") CHECK(k["speed_over_f32"].get<double>() == 1.0);

@@ -275,11 +275,17 @@ Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets
 struct Figures {
   Plan plan;
   uint64_t probeBytes = 0;  // as the yardstick rounded it
-  std::array<Timing, 2> probe{};
+  // The probe just before and just after the kernels ran at each thread count: a shared
+  // machine's bandwidth drifts within a run, so the kernels are compared with what it gave
+  // around them (the mean of the two), not with a figure from a minute earlier.
+  std::array<Timing, 2> probe{};       // before
+  std::array<Timing, 2> probeAfter{};  // after
   std::array<Timing, 2> floatDecode{};
   std::array<std::array<Timing, kQuantMeasurementCount>, 2> child{};  // per thread count
 
-  double ProbeGbs(int t) const { return static_cast<double>(probeBytes) / probe[t].median / 1e9; }
+  double BeforeGbs(int t) const { return static_cast<double>(probeBytes) / probe[t].median / 1e9; }
+  double AfterGbs(int t) const { return static_cast<double>(probeBytes) / probeAfter[t].median / 1e9; }
+  double ProbeGbs(int t) const { return (BeforeGbs(t) + AfterGbs(t)) / 2; }
 };
 
 // A decode kernel's row: the same logical matrix in three storage formats.
@@ -337,8 +343,14 @@ void PrintText(const Figures& f, const BenchOptions& o) {
   std::printf("  each time is the median of its runs (fastest-slowest in brackets)\n\n");
 
   std::printf("Read bandwidth: the yardstick sums a %s buffer\n", Mebibytes(f.probeBytes).c_str());
+  std::printf("  before and after the kernels at each thread count; %% probe below is of their mean, %.1f and "
+              "%.1f GB/s\n",
+              f.ProbeGbs(0), f.ProbeGbs(1));
   PrintHeader("", {"GB/s"});
-  PrintRow("probe", f.probe, {{{fmt::format("{:.1f}", f.ProbeGbs(0))}, {fmt::format("{:.1f}", f.ProbeGbs(1))}}});
+  PrintRow("probe, before", f.probe,
+           {{{fmt::format("{:.1f}", f.BeforeGbs(0))}, {fmt::format("{:.1f}", f.BeforeGbs(1))}}});
+  PrintRow("probe, after", f.probeAfter,
+           {{{fmt::format("{:.1f}", f.AfterGbs(0))}, {fmt::format("{:.1f}", f.AfterGbs(1))}}});
   std::printf("\n");
 
   std::printf("T = 1 (decode): W %d x %d (Llama-3-8B's FFN gate/up), each run on the next of its copies\n",
@@ -392,7 +404,10 @@ json ToJson(const Figures& f, const BenchOptions& o) {
     root["probe"].push_back({{"threads", kThreadCounts[t]},
                              {"buffer_bytes", f.probeBytes},
                              {"time", TimingJson(f.probe[t])},
-                             {"read_bandwidth_gbs", f.ProbeGbs(t)}});
+                             {"time_after", TimingJson(f.probeAfter[t])},
+                             {"read_bandwidth_gbs", f.ProbeGbs(t)},
+                             {"read_bandwidth_gbs_before", f.BeforeGbs(t)},
+                             {"read_bandwidth_gbs_after", f.AfterGbs(t)}});
   }
   json decode = {{"T", 1}, {"rows", kDecodeRows}, {"cols", kDecodeCols}, {"kernels", json::array()}};
   for (const DecodeKernel& k : DecodeKernels(f)) {
@@ -571,8 +586,10 @@ Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, 
                    Mebibytes(plan.q8Copies * DecodeBytes(Weight::kQ8_0) + plan.q4Copies * DecodeBytes(Weight::kQ4_0))));
   auto region = LayOutRegion(sets, plan);
   if (!region.ok()) return region.error();
+  std::array<Timing, 2> latestProbe = figures.probe;
   for (int t = 0; t < 2; ++t) {
     const int threads = kThreadCounts[t];
+    figures.probe[t] = latestProbe[t];
     note(fmt::format("bench: matmul_q and quant_block on {} thread{} ...", threads, threads == 1 ? "" : "s"));
     auto child = RunBenchChild(*region, sets, plan, threads, budget, context);
     if (!child.ok()) return child.error();
@@ -581,6 +598,16 @@ Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, 
       return 1;
     }
     figures.child[t] = child->timings;
+    note("bench: the probe again ...");
+    auto again = RunYardstick({"probe", std::to_string(plan.probeBytes), fmt::format("{}", budget)}, 300);
+    if (!again.ok()) return again.error();
+    for (int u = 0; u < 2; ++u) {
+      latestProbe[u] = FromYardstick((*again)["seconds"][u]);
+      if (!Sound(latestProbe[u])) {
+        return InternalError("the bench's yardstick returned a timing that cannot be: rebuild the workbook");
+      }
+    }
+    figures.probeAfter[t] = latestProbe[t];
   }
 
   if (o.format == "json") {
