@@ -312,19 +312,21 @@ UHalves QuadScaleHalves(const unsigned char* const* row, size_t at) {
 }
 
 // --- quantize_q8_0 ----------------------------------------------------------------------------
-// std::round (half away from zero) in operations that vectorise: roundf itself is a library
-// call per value, and a decode step quantizes every input row of every product. The whole part
-// is the truncation; the dropped fraction v - trunc(v) is exact for every float (for |v| >= 1
-// the two lie within a factor of two of each other, Sterbenz's lemma; below 1 it is v itself),
-// so comparing it with one half decides the step away from zero exactly. Infinity and NaN come
-// out as roundf gives them (inf - inf is NaN, and NaN compares false).
-float RoundHalfAway(float v) {
-  const float whole = std::trunc(v);
-  return std::fabs(v - whole) >= 0.5f ? whole + std::copysign(1.0f, v) : whole;
+// A code is x * id rounded half away from zero, as roundf rounds, in operations that vectorise:
+// roundf is a library call per value (a decode step quantizes every input row of every
+// product), and GCC vectorises neither it nor std::trunc under the default -ftrapping-math.
+// The conversion to int truncates toward zero; the part it drops, v - whole, is exact (for
+// |v| >= 1 the two lie within a factor of two of each other, Sterbenz's lemma; below 1 it is v
+// itself), so comparing it with one half decides the step away from zero exactly. Equal to
+// (int)roundf(v) for every |v| < 2^30, checked on all of them; a code's v is within about 127.
+int8_t RoundToCode(float v) {
+  const int32_t whole = static_cast<int32_t>(v);
+  const float rest = v - static_cast<float>(whole);
+  return static_cast<int8_t>(whole + (rest >= 0.5f) - (rest <= -0.5f));
 }
 
 // ggml's quantize_row_q8_0_ref, block by block. The maximum is exact in any order, so it
-// vectorises freely; the rounding is RoundHalfAway (roundf's rule), on the product x * id
+// vectorises freely; the rounding is RoundToCode (roundf's rule), on the product x * id
 // exactly as the reference forms it: id from the float d, never from half(d).
 void QuantizeBlock(const float* x, BlockQ8_0& out) {
   float amax = 0.0f;
@@ -334,7 +336,7 @@ void QuantizeBlock(const float* x, BlockQ8_0& out) {
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   out.d = FloatToHalf(d);
 #pragma omp simd
-  for (int j = 0; j < QK; ++j) out.qs[j] = static_cast<int8_t>(RoundHalfAway(x[j] * id));
+  for (int j = 0; j < QK; ++j) out.qs[j] = RoundToCode(x[j] * id);
 }
 
 // --- matmul_q, version 1: scalar ----------------------------------------------------------------
