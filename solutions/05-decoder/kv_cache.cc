@@ -10,7 +10,9 @@
 // one layer's keys for pageSize positions are consecutive, which is the order attention reads
 // them in.
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "decoder_parts.h"
@@ -55,6 +57,24 @@ void StoreInt8(const float* row, int width, int group, std::byte* dst) {
   for (int b = width; b < padded; ++b) codes[b] = std::byte{0};
 }
 
+// `count` halves at src as floats: HalfToFloat (half.h) in operations that vectorise, since
+// attention widens two cache rows per position it reads. A half's exponent and fraction bits,
+// moved up 13 bits, are a float 2^112 times too small with the half's fraction; one multiply by
+// 2^112 rescales it exactly, for normal and subnormal halves alike (both results are normal
+// floats). Only the all-ones exponent (infinity, NaN) is picked out and kept all-ones; the sign
+// goes back last. (Equal to HalfToFloat on all 65536 halves.)
+void HalvesToFloats(const std::byte* src, int count, float* out) {
+#pragma omp simd
+  for (int c = 0; c < count; ++c) {
+    uint16_t half;
+    std::memcpy(&half, src + static_cast<size_t>(c) * sizeof(uint16_t), sizeof(uint16_t));
+    const uint32_t magnitude = static_cast<uint32_t>(half & 0x7FFFu) << 13;
+    const uint32_t finite = std::bit_cast<uint32_t>(std::bit_cast<float>(magnitude) * 0x1p112f);
+    const uint32_t bits = (half & 0x7C00u) == 0x7C00u ? (magnitude | 0x7F800000u) : finite;
+    out[c] = std::bit_cast<float>(bits | (static_cast<uint32_t>(half & 0x8000u) << 16));
+  }
+}
+
 }  // namespace
 
 void StoreRow(const KvCache& cache, int layer, KvPart part, int position, const float* row) {
@@ -90,11 +110,7 @@ void LoadHead(const KvCache& cache, int layer, KvPart part, int position, int he
       std::memcpy(out, src + first * sizeof(float), static_cast<size_t>(hd) * sizeof(float));
       break;
     case CacheType::kF16:
-      for (int c = 0; c < hd; ++c) {
-        uint16_t half;
-        std::memcpy(&half, src + (first + c) * sizeof(uint16_t), sizeof(uint16_t));
-        out[c] = HalfToFloat(half);
-      }
+      HalvesToFloats(src + first * sizeof(uint16_t), hd, out);
       break;
     case CacheType::kInt8: {
       const int group = Int8GroupSize(hd);
