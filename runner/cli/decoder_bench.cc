@@ -15,9 +15,9 @@
 //   - the probe again after each model;
 //   - from those: the weight bytes one decoded token reads, times decode tokens/s, as GB/s and
 //     as a share of the probe at the same thread count, the mean of the probes just before and
-//     just after the model's runs (decode streams every weight once per
-//     token, so that share is how close it runs to the memory's speed); peak resident memory
-//     against the file's size; allocations during decode steps (there must be none).
+//     just after the model's runs (decode streams every weight once per token, so that share
+//     is how close it runs to the memory's speed); peak resident memory against the file's
+//     size; allocations during decode steps (there must be none).
 // The medians are what the table compares; the fastest and slowest runs show the noise.
 // Exit status: 0 measured; 1 the decoder failed the check or failed while timed; 2 bad usage.
 #include "decoder_bench.h"
