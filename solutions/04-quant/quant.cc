@@ -395,11 +395,11 @@ int DotQ4(const BlockQ4_0& w, const BlockQ8_0& x) {
 // Memory and arithmetic overlap: while a group of rows is multiplied, the bytes of a later
 // group, at least kPrefetchBytes ahead, are requested (__builtin_prefetch, GCC's and Clang's
 // portable hint, a prefetch instruction on x86 and Arm), a share per batch (Q8_0) or per quad
-// (Q4_0), and a call asks for its band's first bytes that far ahead before it starts. Without it the two take turns: reading a group's scales
-// waits on memory with little to compute, then the products compute with nothing to read, and
-// T = 1 reached 71 % (Q8_0) and 50 % (Q4_0) of the probe's bandwidth instead of 97 % and 75 %
-// (measured side by side); the hardware's own prefetcher only runs a little ahead of the loads
-// it sees.
+// (Q4_0), and a call asks for its band's first bytes that far ahead before it starts. Without
+// it the two take turns: reading a group's scales waits on memory with little to compute, then
+// the products compute with nothing to read, and T = 1 reached 71 % (Q8_0) and 50 % (Q4_0) of
+// the probe's bandwidth instead of 97 % and 75 % (measured side by side); the hardware's own
+// prefetcher only runs a little ahead of the loads it sees.
 //
 // For T > 1 the tokens go in chunks: each group of rows meets every token of a chunk while its
 // blocks are in L1 / L2, so a weight byte comes from memory once per chunk of tokens.
@@ -409,8 +409,9 @@ constexpr int kTokenChunk = 16;  // tokens that meet a row group while it is in 
 // The bytes requested ahead of the group being multiplied, in whole groups. A group that is
 // read in less time than memory takes to answer must be asked for earlier than one group
 // ahead: with 2048 columns a Q4_0 group is 4.6 KB, and one group ahead left every group's
-// first loads waiting on memory (6 % slower, measured on TinyLlama's shapes). Much more than
-// this crowds L1: Q8_0 groups, 8.7 KB and up, two ahead were slower.
+// first loads waiting on memory (70 against 80 % of the probe on TinyLlama's seven products,
+// one thread, side by side). Much more than this crowds L1: Q8_0 groups, 8.7 KB and up, two
+// ahead were slower.
 constexpr size_t kPrefetchBytes = 8 * 1024;
 
 template <WeightType kType>
