@@ -201,7 +201,7 @@ Floats HalvesToFloats(UHalves halves) {
 // this: mul_sum_i8_pairs_float, then one fused multiply-add with the broadcast scale). So a
 // block needs no horizontal sum at all: its 32 products go into a few int32 lanes, 4 or 8
 // products a lane, which are converted to float and multiply-added, with the block's scale,
-// into the row's float accumulator. Each row sums its 16 lanes once, at the very end.
+// into a float accumulator. Each row sums its lanes once, at the very end.
 //
 // x86's pmaddwd would multiply int16 pairs and add neighbours into int32 in one instruction,
 // but GCC 12 does not produce it from portable code (nor its cousins pmaddubsw and VNNI's
@@ -211,18 +211,10 @@ Floats HalvesToFloats(UHalves halves) {
 //      are side by side in one vector (Join, or one byte permutation);
 //   2. products in int16 and the vectors added: lane i = w[a] * x[a] + w[b] * x[b] + ...,
 //      exact as long as it stays within int16 (each case below says why it does);
-//   3. neighbouring int16 lanes added into int32: each int32 lane's two halves sign-extended
-//      and added, or, when their sum fits int16 (Q4_0), (lane + (lane << 16)) >> 16, which
-//      puts the sum in the high half and brings it down sign-extended (unsigned shifts and
-//      adds, where wrap-around is defined): one shift fewer.
+//   3. int16 lanes added into int32: for Q8_0, each int32 lane's two halves sign-extended and
+//      added; for Q4_0, four rows' vectors added across rows first (BlockSumsOfRows).
 // The activation codes are widened and arranged once per call (Prepare), so every weight row
 // and every token tile reuses them.
-
-// The int32 lanes of step 3, for sums of neighbours that fit int16.
-Ints AddNeighbours(Words sums) {
-  const UInts lanes = reinterpret_cast<UInts>(sums);
-  return reinterpret_cast<Ints>(lanes + (lanes << 16)) >> 16;
-}
 
 // Q8_0, two blocks at once (a and b): their 32 codes each, read as int16 lanes, hold code 2i in
 // lane i's low byte and code 2i + 1 in its high byte (lanes 0 .. 15 block a's, 16 .. 31 block
@@ -248,21 +240,21 @@ Ints PartialSumsQ8Pair(const unsigned char* a, const unsigned char* b, Words xEv
 // The codes stay unsigned, 0 .. 15, as ggml's AVX2 Q4_0 code keeps them for its unsigned
 // multiply: sum((q - 8) * x) = sum(q * x) - 8 * sum(x), and the 8 * sum(x) part, one number per
 // activation block, is taken off per row four blocks at a time (see GroupDotQ4). A product q * x is
-// at most 15 * 127 = 1905 in size, so the four of a lane (7620) fit int16, and so do two
-// neighbouring lanes (step 3). Int32 lanes 4k .. 4k + 3 are block k's, 8 products each.
-Ints NibbleProducts(UWords v, const Words* x) {
+// at most 15 * 128 = 1920 in size, so the four of a lane (7680) fit int16. The result's int16
+// lanes 8k .. 8k + 7 are block k's, four products each; BlockSumsOfRows adds them up.
+Words NibbleSums(UWords v, const Words* x) {
   const Words q0 = reinterpret_cast<Words>(v & 15);
   const Words q1 = reinterpret_cast<Words>((v >> 4) & 15);
   const Words q2 = reinterpret_cast<Words>((v >> 8) & 15);
   const Words q3 = reinterpret_cast<Words>(v >> 12);
-  return AddNeighbours((q0 * x[0] + q1 * x[1]) + (q2 * x[2] + q3 * x[3]));
+  return (q0 * x[0] + q1 * x[1]) + (q2 * x[2] + q3 * x[3]);
 }
 
 // The quad's four blocks wherever they are: the last, partial quad of a row, whose missing
 // blocks repeat the row's last.
-Ints PartialSumsQ4Quad(const unsigned char* a, const unsigned char* b, const unsigned char* c, const unsigned char* d,
-                       const Words* x) {
-  return NibbleProducts(reinterpret_cast<UWords>(Join(Join16(a, b), Join16(c, d))), x);
+Words QuadSums(const unsigned char* a, const unsigned char* b, const unsigned char* c, const unsigned char* d,
+               const Words* x) {
+  return NibbleSums(reinterpret_cast<UWords>(Join(Join16(a, b), Join16(c, d))), x);
 }
 
 // Four consecutive Q4_0 blocks are 72 bytes: scales at bytes 0, 18, 36 and 54, codes at 2 .. 17,
@@ -273,7 +265,7 @@ Ints PartialSumsQ4Quad(const unsigned char* a, const unsigned char* b, const uns
 //
 // A second permutation makes the same vector with each lane's two bytes swapped. Then every
 // nibble is one operation away: v & 15 and v >> 12 are values 2i and 2i + 17, the swapped
-// lane's & 15 and >> 12 are values 2i + 1 and 2i + 16 (NibbleProducts needs two operations for
+// lane's & 15 and >> 12 are values 2i + 1 and 2i + 16 (NibbleSums needs two operations for
 // each of its middle nibbles: six shifts and masks become four and one permutation).
 const UBytes kQuadCodeBytes = {
     2,   3,   4,   5,   6,   7,   8,   9,   10,  11,  12,  13,  14,  15,  16,  17,    // block 0: lo 2 .. 17
@@ -287,8 +279,8 @@ const UBytes kQuadCodeBytesSwapped = {
     39,  38,  41,  40,  43,  42,  45,  44,  47,  46,  49,  48,  51,  50,  53,  52,
     113, 112, 115, 114, 117, 116, 119, 118, 121, 120, 123, 122, 125, 124, 127, 126};
 
-// The whole quad at p: PartialSumsQ4Quad of its four blocks, from two loads.
-Ints PartialSumsQ4QuadAt(const unsigned char* p, const Words* x) {
+// The whole quad at p: QuadSums of its four blocks, from two loads.
+Words QuadSumsAt(const unsigned char* p, const Words* x) {
   const UBytes lo = Load<UBytes>(p);
   const UBytes hi = Load<UBytes>(p + 8);
   const UWords v = reinterpret_cast<UWords>(__builtin_shuffle(lo, hi, kQuadCodeBytes));
@@ -297,7 +289,28 @@ Ints PartialSumsQ4QuadAt(const unsigned char* p, const Words* x) {
   const Words q3 = reinterpret_cast<Words>(v >> 12);
   const Words q2 = reinterpret_cast<Words>(w & 15);
   const Words q1 = reinterpret_cast<Words>(w >> 12);
-  return AddNeighbours((q0 * x[0] + q1 * x[1]) + (q2 * x[2] + q3 * x[3]));
+  return (q0 * x[0] + q1 * x[1]) + (q2 * x[2] + q3 * x[3]);
+}
+
+// One quad's block sums in a group's four rows, from the rows' QuadSums: int32 lane 4r + k is
+// row r's block k, the sum of its eight int16 lanes. Done row by row, each row's lanes would
+// be added into int32 (a shift, an add, a shift), converted, and multiplied by its four scales
+// picked out of the quad's 16 (a permutation): six operations a row. Across rows it is fewer:
+// PairUp adds neighbouring lanes of two vectors at once, a permutation taking the even lanes of
+// both, another the odd ones, and one add, so that rows 0 and 1 become one vector of pair sums,
+// rows 2 and 3 another, and those two one vector of sums of four lanes (at most 4 * 7680 =
+// 30720: still int16), lane 8r + 2k + h. Last, each int32 lane's two halves are sign-extended
+// and added. Nine operations and four for the four rows, whose lanes are then in the order of
+// the quad's scales (QuadScaleHalves): one conversion and one multiply-add take all four rows
+// into one accumulator. (Side by side on one thread, with the weights in L2, Q4_0 went from
+// 25.6 to 29 GB/s.)
+const UWords kEvenWords = {0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+                           32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62};
+const UWords kOddWords = kEvenWords + 1;
+Words PairUp(Words a, Words b) { return __builtin_shuffle(a, b, kEvenWords) + __builtin_shuffle(a, b, kOddWords); }
+Ints BlockSumsOfRows(const Words* rowSums) {
+  const Ints halves = reinterpret_cast<Ints>(PairUp(PairUp(rowSums[0], rowSums[1]), PairUp(rowSums[2], rowSums[3])));
+  return ((halves << 16) >> 16) + (halves >> 16);
 }
 
 // The scales of one quad of blocks in four rows, as 16 halves: lane 4r + k is row r's block k.
@@ -423,7 +436,7 @@ constexpr size_t BlockBytes() {
 // int16 vectors arranged for the weight type, one vector per block (Q8_0: xEven and xOdd of
 // each pair of blocks; Q4_0: the four nibble orders of each quad); per block b the scale
 // half(dX) as float and, for Q4_0, offset = 8 * sum(codes) * half(dX), the part of the block's
-// dot product that the unsigned nibbles add (PartialSumsQ4Quad). Each token's blocks are
+// dot product that the unsigned nibbles add (NibbleSums). Each token's blocks are
 // padded with zero codes and zero scales to a whole number of scale batches, so a batch is
 // read as one vector and the blocks past the last meet nothing but zeros.
 struct Activations {
@@ -461,7 +474,7 @@ const Activations& Prepare(int T, const BlockQ8_0* xq, int blocks, WeightType ty
         }
       } else {
         // Block b is lanes 8k .. 8k + 7 (k = b % 4) of its quad's four vectors: values 2i,
-        // 2i + 16, 2i + 1, 2i + 17 (PartialSumsQ4Quad's nibble order).
+        // 2i + 16, 2i + 1, 2i + 17 (NibbleSums's nibble order).
         Words* quad = codes + 4 * (b / 4);
         for (int i = 0; i < 8; ++i) {
           const int lane = 8 * (b % 4) + i;
@@ -548,27 +561,10 @@ void GroupRows(const QuantMatrix& W, int blocks, int paddedBlocks, int o, int ro
   }
 }
 
-// Lanes 0 .. 7 of the result are scales[k], lanes 8 .. 15 scales[k + 1] (a Q8_0 pair); or
-// lanes 4i .. 4i + 3 are scales[k + i] (a Q4_0 quad): one permutation of the batch's 16.
-const Ints kPairLanes = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
-const Ints kQuadLanes = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
-
-// Rows [o, o + rows) of token t's y row. Per batch of 16 blocks: the 16 combined scales of each
-// row, half(dW) * half(dX) (one 64-byte multiply per row); then pair by pair (or quad by
-// quad), the activation's code vectors loaded once and every row's partial sums multiply-added
-// into its accumulator. Q4_0 also gathers sum over blocks of half(dW) * offset (one 64-byte
-// fused multiply-add per row and batch) and takes it off at the end. Blocks past the row's last
-// are read as its last block again; their activation codes and scales are zero.
-// Lanes 4k .. 4k + 3 of the result are lane 4r + k of a quad's scales: row r's four.
-const Ints kRowScaleLanes[kGroupRows] = {
-    {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3},
-    {4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7},
-    {8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11},
-    {12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15}};
-
-// GroupDot for Q4_0, quad by quad: the quad's 16 combined scales half(dW) * half(dX) of the four
-// rows in one multiply, the offsets 8 * sum(x) * half(dX) * half(dW) of the four rows in one
-// fused multiply-add, then each row's partial sums multiply-added with its four scales.
+// Rows [o, o + rows) of token t's y row, for a group of Q4_0 rows, quad by quad: the quad's 16
+// combined scales half(dW) * half(dX) of the four rows in one multiply, the offsets 8 * sum(x) * half(dX) * half(dW) of the four rows in one
+// fused multiply-add, then the four rows' block sums (BlockSumsOfRows) multiply-added with
+// them. Every lane 4r + k of the accumulators is row r's, block k's of each quad.
 void GroupDotQ4(const RowGroup& group, const Activations& a, int t, int rows, float* y, Accumulate mode) {
   const size_t quadsPerToken = static_cast<size_t>(a.paddedBlocks) / 4;
   const Floats* xScales = a.quadScales.data() + static_cast<size_t>(t) * quadsPerToken;
@@ -577,7 +573,7 @@ void GroupDotQ4(const RowGroup& group, const Activations& a, int t, int rows, fl
   const int quads = (a.blocks + 3) / 4;
   const int fullQuads = a.blocks / 4;
   const int last = a.blocks - 1;
-  Floats sum[kGroupRows] = {};
+  Floats sum = {};
   Floats offset = {};
   // The quad's combined scales, and its offsets taken into `offset`; returns the scales.
   auto quadScales = [&](int q) {
@@ -594,47 +590,47 @@ void GroupDotQ4(const RowGroup& group, const Activations& a, int t, int rows, fl
     ahead += share;
     const Floats scale = quadScales(q);
     const size_t at = static_cast<size_t>(q) * 4 * sizeof(BlockQ4_0);
-    for (int r = 0; r < kGroupRows; ++r) {
-      const Ints partial = PartialSumsQ4QuadAt(group.row[r] + at, x + 4 * q);
-      sum[r] += __builtin_convertvector(partial, Floats) * __builtin_shuffle(scale, kRowScaleLanes[r]);
-    }
+    Words rowSums[kGroupRows];
+    for (int r = 0; r < kGroupRows; ++r) rowSums[r] = QuadSumsAt(group.row[r] + at, x + 4 * q);
+    sum += __builtin_convertvector(BlockSumsOfRows(rowSums), Floats) * scale;
   }
   for (size_t at = ahead; at < group.nextBytes; at += 64) __builtin_prefetch(group.next + at);
   // The last, partial quad: its missing blocks repeat the row's last, against zero codes.
   if (fullQuads < quads) {
     const int b = 4 * fullQuads;
     const Floats scale = quadScales(fullQuads);
+    Words rowSums[kGroupRows];
     for (int r = 0; r < kGroupRows; ++r) {
       const unsigned char* codes = group.row[r] + 2;  // a block's codes follow its scale
-      const Ints partial = PartialSumsQ4Quad(codes + static_cast<size_t>(b) * sizeof(BlockQ4_0),
-                                             codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ4_0),
-                                             codes + static_cast<size_t>(std::min(b + 2, last)) * sizeof(BlockQ4_0),
-                                             codes + static_cast<size_t>(std::min(b + 3, last)) * sizeof(BlockQ4_0), x + b);
-      sum[r] += __builtin_convertvector(partial, Floats) * __builtin_shuffle(scale, kRowScaleLanes[r]);
+      rowSums[r] = QuadSums(codes + static_cast<size_t>(b) * sizeof(BlockQ4_0),
+                            codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ4_0),
+                            codes + static_cast<size_t>(std::min(b + 2, last)) * sizeof(BlockQ4_0),
+                            codes + static_cast<size_t>(std::min(b + 3, last)) * sizeof(BlockQ4_0), x + b);
     }
+    sum += __builtin_convertvector(BlockSumsOfRows(rowSums), Floats) * scale;
   }
   for (int r = 0; r < rows; ++r) {
     float total = 0.0f;
-    for (int i = 0; i < 16; ++i) total += sum[r][i];
+    for (int k = 0; k < 4; ++k) total += sum[4 * r + k];
     float off = 0.0f;
     for (int k = 0; k < 4; ++k) off += offset[4 * r + k];
     Deliver(y[r], total - off, mode);
   }
 }
 
-template <WeightType kType>
-void GroupDot(const RowGroup& group, const Activations& a, int t, int rows, float* y, Accumulate mode) {
-  if constexpr (kType == WeightType::kQ4_0) {
-    GroupDotQ4(group, a, t, rows, y, mode);
-    return;
-  }
-  constexpr int kStep = kType == WeightType::kQ8_0 ? 2 : 4;  // blocks per vector
+// Lanes 0 .. 7 of the result are scales[k], lanes 8 .. 15 scales[k + 1]: one permutation of
+// the batch's 16 gives a Q8_0 pair its two.
+const Ints kPairLanes = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+
+// The same for Q8_0 rows. Per batch of 16 blocks: the 16 combined scales of each row, half(dW)
+// * half(dX) (one 64-byte multiply per row); then pair by pair, the activation's code vectors
+// loaded once and every row's partial sums multiply-added into its accumulator. Blocks past
+// the row's last are read as its last block again; their activation codes and scales are zero.
+void GroupDotQ8(const RowGroup& group, const Activations& a, int t, int rows, float* y, Accumulate mode) {
   const float* xScales = a.scales.data() + static_cast<size_t>(t) * a.paddedBlocks;
-  const float* xOffsets = a.offsets.data() + static_cast<size_t>(t) * a.paddedBlocks;
   const Words* x = a.codes.data() + static_cast<size_t>(t) * a.paddedBlocks;
   const int last = a.blocks - 1;
   Floats sum[kGroupRows] = {};
-  Floats offset[kGroupRows] = {};
   const int batches = a.paddedBlocks / kScaleBatch;
   const size_t share = (group.nextBytes + batches - 1) / batches;
   for (int b0 = 0; b0 < a.blocks; b0 += kScaleBatch) {
@@ -645,25 +641,16 @@ void GroupDot(const RowGroup& group, const Activations& a, int t, int rows, floa
     for (int r = 0; r < kGroupRows; ++r) {
       const Floats wScales = Load<Floats>(&group.scales[static_cast<size_t>(r) * a.paddedBlocks + b0]);
       scale[r] = wScales * Load<Floats>(xScales + b0);
-      if constexpr (kType == WeightType::kQ4_0) offset[r] += wScales * Load<Floats>(xOffsets + b0);
     }
     const int count = std::min(kScaleBatch, a.blocks - b0);
-    for (int k = 0; k < count; k += kStep) {
+    for (int k = 0; k < count; k += 2) {
       const int b = b0 + k;
-      const Ints lanes = (kType == WeightType::kQ8_0 ? kPairLanes : kQuadLanes) + k;
+      const Ints lanes = kPairLanes + k;
       for (int r = 0; r < kGroupRows; ++r) {
         const unsigned char* codes = group.row[r] + 2;  // a block's codes follow its scale
-        Ints partial;
-        if constexpr (kType == WeightType::kQ8_0) {
-          partial = PartialSumsQ8Pair(codes + static_cast<size_t>(b) * sizeof(BlockQ8_0),
-                                      codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ8_0),
-                                      x[b], x[b + 1]);
-        } else {
-          partial = PartialSumsQ4Quad(codes + static_cast<size_t>(b) * sizeof(BlockQ4_0),
-                                      codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ4_0),
-                                      codes + static_cast<size_t>(std::min(b + 2, last)) * sizeof(BlockQ4_0),
-                                      codes + static_cast<size_t>(std::min(b + 3, last)) * sizeof(BlockQ4_0), x + b);
-        }
+        const Ints partial = PartialSumsQ8Pair(codes + static_cast<size_t>(b) * sizeof(BlockQ8_0),
+                                               codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ8_0),
+                                               x[b], x[b + 1]);
         sum[r] += __builtin_convertvector(partial, Floats) * __builtin_shuffle(scale[r], lanes);
       }
     }
@@ -671,11 +658,6 @@ void GroupDot(const RowGroup& group, const Activations& a, int t, int rows, floa
   for (int r = 0; r < rows; ++r) {
     float total = 0.0f;
     for (int i = 0; i < 16; ++i) total += sum[r][i];
-    if constexpr (kType == WeightType::kQ4_0) {
-      float off = 0.0f;
-      for (int i = 0; i < 16; ++i) off += offset[r][i];
-      total -= off;
-    }
     Deliver(y[r], total, mode);
   }
 }
@@ -703,7 +685,12 @@ void MatmulQRows(int T, const Activations& a, const QuantMatrix& W, float* y, Ac
       group.next = next < bandEnd ? weights + next : weights;
       group.nextBytes = next < bandEnd ? std::min(kGroupRows * rowBytes, bandEnd - next) : 0;
       for (int t = chunk; t < std::min(T, chunk + kTokenChunk); ++t) {
-        GroupDot<kType>(group, a, t, rows, y + static_cast<size_t>(t) * W.rows + o, mode);
+        float* out = y + static_cast<size_t>(t) * W.rows + o;
+        if constexpr (kType == WeightType::kQ4_0) {
+          GroupDotQ4(group, a, t, rows, out, mode);
+        } else {
+          GroupDotQ8(group, a, t, rows, out, mode);
+        }
         group.nextBytes = 0;  // requested during the chunk's first token
       }
     }
