@@ -25,6 +25,16 @@
 void weight_matmul(const wb::model::WeightMatrix& W, int rows, const float* x, float* y, Accumulate mode,
                    int threads);
 
+// One input, several products: for each product i, y_i (rows x W_i.rows) = x · W_i^T, overwritten.
+// The same values as one weight_matmul per product (q, k and v of a layer); faster where the
+// matrices are Q8_0 or Q4_0 of one width: x is quantized once, and a decode step's threads
+// share out all the products' rows in one parallel region instead of one region a product.
+struct WeightProduct {
+  const wb::model::WeightMatrix* W;
+  float* y;
+};
+void weight_matmul_same_input(std::span<const WeightProduct> products, int rows, const float* x, int threads);
+
 // y (rows x gate.rows) = act(x · gate^T) ⊙ (x · up^T), element by element, with act SiLU
 // (x·sigmoid(x)) or GELU-tanh (0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))). gate and up have the
 // same shape.

@@ -1,7 +1,8 @@
 // Stage 5's provided gated product (runner/stages/05-decoder/child/weight_kernels.cc) on shapes
 // that make it split its work: more input rows than one pass takes, and more outputs than one
 // piece holds for them. Every element must be what the two plain products give, row by row:
-// act(x · gate^T) ⊙ (x · up^T), with the same stage-4 kernel behind both.
+// act(x · gate^T) ⊙ (x · up^T), with the same stage-4 kernel behind both. And the product of
+// one input by several matrices in one call must equal one call a matrix, bit for bit.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -81,7 +82,73 @@ void CheckGatedAgainstPlain(TensorType type, int inputRows, uint64_t outputs, ui
   CHECK(wrong == 0);
 }
 
+// Products of one input by several matrices in one call, against one weight_matmul a matrix:
+// the same kernels on the same quantized input, so every value must be equal, bit for bit,
+// however the call shares the matrices' rows among its threads.
+void CheckSameInputAgainstPlain(const std::vector<const QuantizedMatrix*>& matrices, int inputRows, int threads) {
+  const uint64_t width = matrices.front()->view.cols;
+  std::mt19937 random(4);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(inputRows) * width);
+  for (float& v : x) v = value(random);
+
+  constexpr size_t kGuard = 64;
+  constexpr float kUntouched = -12345.0f;
+  std::vector<std::vector<float>> together;
+  std::vector<WeightProduct> products;
+  for (const QuantizedMatrix* m : matrices) {
+    together.emplace_back(static_cast<size_t>(inputRows) * m->view.rows + 2 * kGuard, kUntouched);
+  }
+  for (size_t i = 0; i < matrices.size(); ++i) products.push_back({&matrices[i]->view, together[i].data() + kGuard});
+  weight_matmul_same_input(products, inputRows, x.data(), threads);
+
+  for (size_t i = 0; i < matrices.size(); ++i) {
+    const std::vector<float>& got = together[i];
+    for (size_t g = 0; g < kGuard; ++g) {
+      REQUIRE(got[g] == kUntouched);
+      REQUIRE(got[got.size() - 1 - g] == kUntouched);
+    }
+    std::vector<float> plain(static_cast<size_t>(inputRows) * matrices[i]->view.rows);
+    weight_matmul(matrices[i]->view, inputRows, x.data(), plain.data(), Accumulate::kOverwrite, threads);
+    size_t different = 0;
+    for (size_t k = 0; k < plain.size(); ++k) different += got[kGuard + k] != plain[k];
+    INFO("product " << i << " of " << matrices.size() << ", " << threads << " threads");
+    CHECK(different == 0);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("one input by three matrices: the products as three calls give them") {
+  // Row counts that are not multiples of 16 (a thread's share of the rows ends inside a
+  // matrix, or takes in parts of two), and three blocks a row (the last Q4_0 quad is partial).
+  const QuantizedMatrix q = MakeMatrix(TensorType::kQ4_0, 40, 96, 5);
+  const QuantizedMatrix k = MakeMatrix(TensorType::kQ8_0, 24, 96, 6);
+  const QuantizedMatrix v = MakeMatrix(TensorType::kQ4_0, 8, 96, 7);
+  for (int threads = 1; threads <= 3; ++threads) {
+    CheckSameInputAgainstPlain({&q, &k, &v}, 1, threads);   // a decode step: one region
+    CheckSameInputAgainstPlain({&q, &k, &v}, 45, threads);  // a prompt: a call per matrix
+  }
+  CheckSameInputAgainstPlain({&k}, 1, 2);
+}
+
+TEST_CASE("one input by matrices the stage-4 kernels do not take: a product at a time") {
+  const QuantizedMatrix q = MakeMatrix(TensorType::kQ8_0, 40, 64, 8);
+  QuantizedMatrix f = MakeMatrix(TensorType::kQ8_0, 16, 64, 9);
+  // The same matrix's values as F32: the call must send it to the float kernel.
+  std::vector<float> values(16 * 64);
+  REQUIRE(wb::DequantizeRow(TensorType::kQ8_0, f.view.tensor.data, std::span<float>(values)).ok());
+  f.bytes.resize(values.size() * sizeof(float));
+  std::memcpy(f.bytes.data(), values.data(), f.bytes.size());
+  f.view.tensor.type = TensorType::kF32;
+  f.view.tensor.data = std::span<const std::byte>(f.bytes);
+  for (int threads = 1; threads <= 2; ++threads) CheckSameInputAgainstPlain({&q, &f}, 1, threads);
+}
+
+TEST_CASE("a decode step on three threads, and outputs in two pieces a thread") {
+  CheckGatedAgainstPlain(TensorType::kQ4_0, 1, 700, 96, 3);
+  CheckGatedAgainstPlain(TensorType::kQ8_0, 1, 8192 + 100, 32, 1);
+}
 
 TEST_CASE("a one-block-wide product over 1500 input rows: two passes, 16 outputs a piece") {
   CheckGatedAgainstPlain(TensorType::kQ8_0, 1500, 40, 32, 1);

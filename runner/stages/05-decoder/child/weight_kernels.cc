@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <omp.h>
+
 #include "kernel_bridges.h"
 #include "model/files/tensor_types.h"
 
@@ -121,6 +123,33 @@ void QuantizePass(const WeightMatrix& W, const float* x, int first, int count, s
   }
 }
 
+// A decode step's products are shared out among the threads a run of kBandRows output rows at
+// a time: whole groups of any stage-4 kernel's rows, so each row's arithmetic is the same
+// whichever thread computes it. Thread `thread` of `threads` takes rows [begin, end) of `total`.
+constexpr uint64_t kBandRows = 16;
+struct RowSpan {
+  uint64_t begin;
+  uint64_t end;
+};
+RowSpan ThreadRows(uint64_t total, int thread, int threads) {
+  const uint64_t runs = (total + kBandRows - 1) / kBandRows;
+  const uint64_t perThread = (runs + threads - 1) / threads;
+  const uint64_t begin = std::min(total, static_cast<uint64_t>(thread) * perThread * kBandRows);
+  return {begin, std::min(total, begin + perThread * kBandRows)};
+}
+
+// Runs share(thread, threads) on each of `threads` threads, in one parallel region; on the
+// calling thread alone, with no region, when there is one (see weight_matmul).
+template <typename Share>
+void OnThreads(int threads, const Share& share) {
+  if (threads <= 1) {
+    share(0, 1);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  share(omp_get_thread_num(), omp_get_num_threads());
+}
+
 const float* F32Rows(const WeightMatrix& W) {
   const std::byte* start = W.tensor.data.data() + W.firstRow * W.cols * sizeof(float);
   if (reinterpret_cast<uintptr_t>(start) % alignof(float) != 0) return nullptr;  // an unaligned safetensors tensor
@@ -170,6 +199,52 @@ void weight_matmul(const WeightMatrix& W, int rows, const float* x, float* y, Ac
   for (int o = 0; o < outputs; ++o) outputRow(o);
 }
 
+void weight_matmul_same_input(std::span<const WeightProduct> products, int rows, const float* x, int threads) {
+  if (products.empty()) return;
+  const WeightMatrix& first = *products.front().W;
+  const bool quantized = std::all_of(products.begin(), products.end(), [&](const WeightProduct& p) {
+    return IsStageFourType(p.W->tensor.type) && p.W->cols == first.cols;
+  });
+  if (!quantized) {
+    for (const WeightProduct& p : products) weight_matmul(*p.W, rows, x, p.y, Accumulate::kOverwrite, threads);
+    return;
+  }
+  alignas(64) std::byte input[kQuantizedInputBytes];
+  const int perPass = QuantizedRowsAtOnce(first);
+  if (rows > 1) {
+    // A prompt: each pass's input quantized once for all the products, then one stage-4 call
+    // per product, which shares its rows among the threads itself: its region is long.
+    for (int r0 = 0; r0 < rows; r0 += perPass) {
+      const int count = std::min(perPass, rows - r0);
+      QuantizePass(first, x, r0, count, input);
+      for (const WeightProduct& p : products) {
+        QuantRows(*p.W, RowBytesOf(*p.W), 0, p.W->rows, count, input, p.y + static_cast<size_t>(r0) * p.W->rows,
+                  Accumulate::kOverwrite, threads);
+      }
+    }
+    return;
+  }
+  // A decode step: every product's rows, one after another, shared out in one region. A short
+  // product (k and v are a few hundred rows) in a region of its own costs about as much to
+  // start and to wait for at its end as it takes to compute.
+  QuantizePass(first, x, 0, 1, input);
+  uint64_t total = 0;
+  for (const WeightProduct& p : products) total += p.W->rows;
+  OnThreads(threads, [&](int thread, int count) {
+    const RowSpan mine = ThreadRows(total, thread, count);
+    uint64_t base = 0;  // the first row of product p in the run of all of them
+    for (const WeightProduct& p : products) {
+      const uint64_t begin = std::max(mine.begin, base);
+      const uint64_t end = std::min(mine.end, base + p.W->rows);
+      if (begin < end) {
+        QuantRows(*p.W, RowBytesOf(*p.W), begin - base, end - begin, 1, input, p.y + (begin - base),
+                  Accumulate::kOverwrite, 1);
+      }
+      base += p.W->rows;
+    }
+  });
+}
+
 void weight_matmul_gated(const WeightMatrix& gate, const WeightMatrix& up, Activation act, int rows, const float* x,
                          float* y, int threads) {
   if (gate.rows != up.rows || gate.cols != up.cols) Stop(gate, "gate and up differ in shape");
@@ -182,6 +257,26 @@ void weight_matmul_gated(const WeightMatrix& gate, const WeightMatrix& up, Activ
   }
   const size_t gateRowBytes = RowBytesOf(gate);
   const size_t upRowBytes = RowBytesOf(up);
+  if (IsStageFourType(type) && IsStageFourType(up.tensor.type) && rows == 1) {
+    // A decode step, in one parallel region: each thread takes a share of the outputs and forms
+    // both products and the activation for it, the gate products straight into y. (Two
+    // regions, one a matrix, left the faster thread waiting at the end of each.)
+    alignas(64) std::byte input[kQuantizedInputBytes];
+    QuantizedRowsAtOnce(gate);
+    QuantizePass(gate, x, 0, 1, input);
+    OnThreads(threads, [&](int thread, int count) {
+      constexpr uint64_t kPiece = 8192;  // outputs whose up products fit the stack buffer
+      alignas(64) float u[kPiece];
+      const RowSpan mine = ThreadRows(gate.rows, thread, count);
+      for (uint64_t f0 = mine.begin; f0 < mine.end; f0 += kPiece) {
+        const uint64_t outputs = std::min(kPiece, mine.end - f0);
+        QuantRows(gate, gateRowBytes, f0, outputs, 1, input, y + f0, Accumulate::kOverwrite, 1);
+        QuantRows(up, upRowBytes, f0, outputs, 1, input, u, Accumulate::kOverwrite, 1);
+        for (uint64_t f = 0; f < outputs; ++f) y[f0 + f] = Activate(act, y[f0 + f]) * u[f];
+      }
+    });
+    return;
+  }
   if (IsStageFourType(type) && IsStageFourType(up.tensor.type)) {
     // The input rows quantized in passes, as in weight_matmul; per pass, the outputs in pieces
     // whose gate and up products fit the two stack buffers. Each piece is one matmul_q call per
