@@ -6,7 +6,10 @@
 // stored tensor. The kernels dispatch on its type:
 //   F32          stage 3's matmul (contracts/stage03_fused.h);
 //   Q8_0, Q4_0   the input rows quantized by stage 4's quantize_q8_0, then its matmul_q
-//                (contracts/stage04_quant.h): the result is that of the quantized product;
+//                (contracts/stage04_quant.h): the result is that of the quantized product.
+//                A prompt's product is one matmul_q call on all the threads; a decode step's
+//                (one input row) shares the rows out in one parallel region, and each thread
+//                calls matmul_q with threads = 1 on its own rows;
 //   any other    (F16, BF16, the K-quants, ...) each weight row dequantized a slice at a time
 //                into float, exactly as ggml dequantizes it, and dotted with the input rows.
 // By default the stage-3 and stage-4 kernels are the workbook's solutions; with

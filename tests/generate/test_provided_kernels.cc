@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model/files/tensor_types.h"
+#include "runner/stages/05-decoder/child/kernel_bridges.h"
 #include "stage05_kernels.h"
 
 namespace {
@@ -51,6 +52,25 @@ QuantizedMatrix MakeMatrix(TensorType type, uint64_t rows, uint64_t cols, uint32
 
 float Silu(float g) { return g / (1.0f + std::exp(-g)); }
 
+// y (inputRows x m.rows) = x · m^T the plainest way: for a stage-4 type, each input row quantized
+// and multiplied by the whole matrix by stage 4's two kernels, on one thread, with none of
+// the provided kernels' passes, pieces or shares of rows; any other type, weight_matmul on
+// `threads` threads (the float kernel's sums depend on how it splits them).
+void PlainProduct(const QuantizedMatrix& m, int inputRows, const float* x, float* y, int threads) {
+  const WeightMatrix& W = m.view;
+  if (W.tensor.type != TensorType::kQ8_0 && W.tensor.type != TensorType::kQ4_0) {
+    weight_matmul(W, inputRows, x, y, Accumulate::kOverwrite, threads);
+    return;
+  }
+  std::vector<std::byte> quantized(W.cols / wb::stage05::kQuantBlock * wb::stage05::kQ8BlockBytes);
+  const auto type = W.tensor.type == TensorType::kQ8_0 ? wb::stage05::QuantType::kQ8_0 : wb::stage05::QuantType::kQ4_0;
+  for (int r = 0; r < inputRows; ++r) {
+    wb::stage05::QuantizeQ8_0(static_cast<int>(W.cols), x + static_cast<size_t>(r) * W.cols, quantized.data());
+    wb::stage05::QuantMatmul(1, quantized.data(), type, W.tensor.data.data(), static_cast<int>(W.rows),
+                             static_cast<int>(W.cols), y + static_cast<size_t>(r) * W.rows, Accumulate::kOverwrite, 1);
+  }
+}
+
 void CheckGatedAgainstPlain(TensorType type, int inputRows, uint64_t outputs, uint64_t width, int threads) {
   const QuantizedMatrix gate = MakeMatrix(type, outputs, width, 1);
   const QuantizedMatrix up = MakeMatrix(type, outputs, width, 2);
@@ -67,8 +87,8 @@ void CheckGatedAgainstPlain(TensorType type, int inputRows, uint64_t outputs, ui
                       threads);
   std::vector<float> g(static_cast<size_t>(inputRows) * outputs);
   std::vector<float> u(static_cast<size_t>(inputRows) * outputs);
-  weight_matmul(gate.view, inputRows, x.data(), g.data(), Accumulate::kOverwrite, threads);
-  weight_matmul(up.view, inputRows, x.data(), u.data(), Accumulate::kOverwrite, threads);
+  PlainProduct(gate, inputRows, x.data(), g.data(), threads);
+  PlainProduct(up, inputRows, x.data(), u.data(), threads);
 
   for (size_t i = 0; i < kGuard; ++i) {
     REQUIRE(gated[i] == kUntouched);
@@ -82,9 +102,9 @@ void CheckGatedAgainstPlain(TensorType type, int inputRows, uint64_t outputs, ui
   CHECK(wrong == 0);
 }
 
-// Products of one input by several matrices in one call, against one weight_matmul a matrix:
-// the same kernels on the same quantized input, so every value must be equal, bit for bit,
-// however the call shares the matrices' rows among its threads.
+// Products of one input by several matrices in one call, against PlainProduct of each: the
+// same kernels on the same quantized input, so every value must be equal, bit for bit, however
+// the call shares the matrices' rows among its threads. So must weight_matmul's, alone.
 void CheckSameInputAgainstPlain(const std::vector<const QuantizedMatrix*>& matrices, int inputRows, int threads) {
   const uint64_t width = matrices.front()->view.cols;
   std::mt19937 random(4);
@@ -109,11 +129,18 @@ void CheckSameInputAgainstPlain(const std::vector<const QuantizedMatrix*>& matri
       REQUIRE(got[got.size() - 1 - g] == kUntouched);
     }
     std::vector<float> plain(static_cast<size_t>(inputRows) * matrices[i]->view.rows);
-    weight_matmul(matrices[i]->view, inputRows, x.data(), plain.data(), Accumulate::kOverwrite, threads);
+    PlainProduct(*matrices[i], inputRows, x.data(), plain.data(), threads);
+    std::vector<float> alone(plain.size());
+    weight_matmul(matrices[i]->view, inputRows, x.data(), alone.data(), Accumulate::kOverwrite, threads);
     size_t different = 0;
-    for (size_t k = 0; k < plain.size(); ++k) different += got[kGuard + k] != plain[k];
+    size_t differentAlone = 0;
+    for (size_t k = 0; k < plain.size(); ++k) {
+      different += got[kGuard + k] != plain[k];
+      differentAlone += alone[k] != plain[k];
+    }
     INFO("product " << i << " of " << matrices.size() << ", " << threads << " threads");
     CHECK(different == 0);
+    CHECK(differentAlone == 0);
   }
 }
 

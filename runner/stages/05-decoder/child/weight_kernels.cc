@@ -150,6 +150,32 @@ void OnThreads(int threads, const Share& share) {
   share(omp_get_thread_num(), omp_get_num_threads());
 }
 
+// A decode step's products of stage-4 weights by one input row: the row quantized once, then
+// every product's rows, one after another, shared out among the threads in one parallel region,
+// each thread calling matmul_q with one thread on its own rows. Stage 4's matmul_q could share
+// out one product's rows itself, but then it opens a region per product, and each thread
+// would read the activations the calling thread prepared. Here a thread prepares its own, and
+// the short products (k and v are a few hundred rows) share a region with a long one: a region
+// costs about as much to start and to wait for at its end as a short product takes.
+void DecodeStepProducts(std::span<const WeightProduct> products, const float* x, Accumulate mode, int threads) {
+  const WeightMatrix& first = *products.front().W;
+  alignas(64) std::byte input[kQuantizedInputBytes];
+  QuantizedRowsAtOnce(first);  // stops on a row too long for the buffer
+  QuantizePass(first, x, 0, 1, input);
+  uint64_t total = 0;
+  for (const WeightProduct& p : products) total += p.W->rows;
+  OnThreads(threads, [&](int thread, int count) {
+    const RowSpan mine = ThreadRows(total, thread, count);
+    uint64_t base = 0;  // the first row of product p in the run of all of them
+    for (const WeightProduct& p : products) {
+      const uint64_t begin = std::max(mine.begin, base);
+      const uint64_t end = std::min(mine.end, base + p.W->rows);
+      if (begin < end) QuantRows(*p.W, RowBytesOf(*p.W), begin - base, end - begin, 1, input, p.y + (begin - base), mode, 1);
+      base += p.W->rows;
+    }
+  });
+}
+
 const float* F32Rows(const WeightMatrix& W) {
   const std::byte* start = W.tensor.data.data() + W.firstRow * W.cols * sizeof(float);
   if (reinterpret_cast<uintptr_t>(start) % alignof(float) != 0) return nullptr;  // an unaligned safetensors tensor
@@ -165,6 +191,11 @@ void weight_matmul(const WeightMatrix& W, int rows, const float* x, float* y, Ac
   // thread; one thread takes the plain loops below instead.
   if (type == TensorType::kF32 && F32Rows(W) != nullptr && threads > 1) {
     FloatMatmul(rows, static_cast<int>(W.rows), static_cast<int>(W.cols), x, F32Rows(W), y, mode, threads);
+    return;
+  }
+  if (IsStageFourType(type) && rows == 1) {
+    const WeightProduct product[] = {{&W, y}};
+    DecodeStepProducts(product, x, mode, threads);
     return;
   }
   if (IsStageFourType(type)) {
@@ -209,40 +240,22 @@ void weight_matmul_same_input(std::span<const WeightProduct> products, int rows,
     for (const WeightProduct& p : products) weight_matmul(*p.W, rows, x, p.y, Accumulate::kOverwrite, threads);
     return;
   }
-  alignas(64) std::byte input[kQuantizedInputBytes];
-  const int perPass = QuantizedRowsAtOnce(first);
-  if (rows > 1) {
-    // A prompt: each pass's input quantized once for all the products, then one stage-4 call
-    // per product, which shares its rows among the threads itself: its region is long.
-    for (int r0 = 0; r0 < rows; r0 += perPass) {
-      const int count = std::min(perPass, rows - r0);
-      QuantizePass(first, x, r0, count, input);
-      for (const WeightProduct& p : products) {
-        QuantRows(*p.W, RowBytesOf(*p.W), 0, p.W->rows, count, input, p.y + static_cast<size_t>(r0) * p.W->rows,
-                  Accumulate::kOverwrite, threads);
-      }
-    }
+  if (rows == 1) {
+    DecodeStepProducts(products, x, Accumulate::kOverwrite, threads);
     return;
   }
-  // A decode step: every product's rows, one after another, shared out in one region. A short
-  // product (k and v are a few hundred rows) in a region of its own costs about as much to
-  // start and to wait for at its end as it takes to compute.
-  QuantizePass(first, x, 0, 1, input);
-  uint64_t total = 0;
-  for (const WeightProduct& p : products) total += p.W->rows;
-  OnThreads(threads, [&](int thread, int count) {
-    const RowSpan mine = ThreadRows(total, thread, count);
-    uint64_t base = 0;  // the first row of product p in the run of all of them
+  // A prompt: each pass's input quantized once for all the products, then one stage-4 call per
+  // product, which shares its rows among the threads itself: its region is long.
+  alignas(64) std::byte input[kQuantizedInputBytes];
+  const int perPass = QuantizedRowsAtOnce(first);
+  for (int r0 = 0; r0 < rows; r0 += perPass) {
+    const int count = std::min(perPass, rows - r0);
+    QuantizePass(first, x, r0, count, input);
     for (const WeightProduct& p : products) {
-      const uint64_t begin = std::max(mine.begin, base);
-      const uint64_t end = std::min(mine.end, base + p.W->rows);
-      if (begin < end) {
-        QuantRows(*p.W, RowBytesOf(*p.W), begin - base, end - begin, 1, input, p.y + (begin - base),
-                  Accumulate::kOverwrite, 1);
-      }
-      base += p.W->rows;
+      QuantRows(*p.W, RowBytesOf(*p.W), 0, p.W->rows, count, input, p.y + static_cast<size_t>(r0) * p.W->rows,
+                Accumulate::kOverwrite, threads);
     }
-  });
+  }
 }
 
 void weight_matmul_gated(const WeightMatrix& gate, const WeightMatrix& up, Activation act, int rows, const float* x,
@@ -258,9 +271,9 @@ void weight_matmul_gated(const WeightMatrix& gate, const WeightMatrix& up, Activ
   const size_t gateRowBytes = RowBytesOf(gate);
   const size_t upRowBytes = RowBytesOf(up);
   if (IsStageFourType(type) && IsStageFourType(up.tensor.type) && rows == 1) {
-    // A decode step, in one parallel region: each thread takes a share of the outputs and forms
-    // both products and the activation for it, the gate products straight into y. (Two
-    // regions, one a matrix, left the faster thread waiting at the end of each.)
+    // A decode step, in one parallel region as DecodeStepProducts's: each thread takes a share
+    // of the outputs and forms both products and the activation for it, the gate products
+    // straight into y.
     alignas(64) std::byte input[kQuantizedInputBytes];
     QuantizedRowsAtOnce(gate);
     QuantizePass(gate, x, 0, 1, input);
@@ -278,12 +291,11 @@ void weight_matmul_gated(const WeightMatrix& gate, const WeightMatrix& up, Activ
     return;
   }
   if (IsStageFourType(type) && IsStageFourType(up.tensor.type)) {
-    // The input rows quantized in passes, as in weight_matmul; per pass, the outputs in pieces
-    // whose gate and up products fit the two stack buffers. Each piece is one matmul_q call per
-    // matrix over all the pass's rows, so a weight byte is read once per pass, not once per
-    // input row, and a decode step (one row) makes one call per matrix (TinyLlama's 5632
-    // outputs fit one piece): every call starts its stream of weight rows from cold and, on
-    // more than one thread, opens a parallel region, so fewer and longer calls run faster.
+    // A prompt: the input rows quantized in passes, as in weight_matmul; per pass, the outputs
+    // in pieces whose gate and up products fit the two stack buffers. Each piece is one
+    // matmul_q call per matrix over all the pass's rows, so a weight byte is read once per
+    // pass, not once per input row: every call starts its stream of weight rows from cold and,
+    // on more than one thread, opens a parallel region, so fewer and longer calls run faster.
     constexpr size_t kProductFloats = 16384;
     alignas(64) std::byte quantized[kQuantizedInputBytes];
     alignas(64) float g[kProductFloats];
