@@ -9,7 +9,8 @@
 //   attention.cc  one-pass attention over the cache;
 //   moe.cc        routing tokens to experts, and the experts' FFN.
 // The contract (types, buffers, the cache's row layout) is contracts/stage05_decoder.h; the
-// matrix kernels (weight_matmul, weight_matmul_gated, weight_rows) are stage05_kernels.h.
+// matrix kernels (weight_matmul, weight_matmul_same_input, weight_matmul_gated, weight_rows)
+// are stage05_kernels.h.
 // Sizes: n tokens in the call, H hidden, hd headDim, KVW = kvHeads · hd.
 #pragma once
 

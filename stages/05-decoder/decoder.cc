@@ -11,8 +11,8 @@
 //
 // The contract is contracts/stage05_decoder.h: the model, the cache's layout and row types,
 // the buffers the runner checks, the scratch, and decoder_forward. The matrix products are
-// provided (contracts/stage05_kernels.h): weight_matmul, weight_matmul_gated and weight_rows
-// read weights of any stored type. Sizes below: n tokens in the call, H hidden, Q = heads ·
+// provided (contracts/stage05_kernels.h): weight_matmul, weight_matmul_same_input,
+// weight_matmul_gated and weight_rows read weights of any stored type. Sizes below: n tokens in the call, H hidden, Q = heads ·
 // headDim, KVW = kvHeads · headDim.
 //
 // The decoder is six files; this one is the stage file the runner compiles, and the runner
@@ -80,8 +80,9 @@ void decoder_forward(const Model& model, KvCache& cache, std::span<const int32_t
   //    layer's output is this layer's output buffer. Checkpoint norm1.
 
   // 3. TODO q (n x Q), k and v (n x KVW): norm1 times the transposed q, k and v matrices of
-  //    the layer (weight_matmul), plus qBias, kBias and vBias in every row when
-  //    config.qkvBias. Checkpoint v (q and k are checked after TODO 5).
+  //    the layer (weight_matmul, or weight_matmul_same_input for the three in one call), plus
+  //    qBias, kBias and vBias in every row when config.qkvBias. Checkpoint v (q and k are
+  //    checked after TODO 5).
 
   // 4. TODO the QK-norm. First QkNormalise (norms.cc, TODO 4a). Then q (config.heads heads,
   //    qNorm) and k (config.kvHeads heads, kNorm) normalised as config.qkNorm says, before
