@@ -562,9 +562,10 @@ void GroupRows(const QuantMatrix& W, int blocks, int paddedBlocks, int o, int ro
 }
 
 // Rows [o, o + rows) of token t's y row, for a group of Q4_0 rows, quad by quad: the quad's 16
-// combined scales half(dW) * half(dX) of the four rows in one multiply, the offsets 8 * sum(x) * half(dX) * half(dW) of the four rows in one
-// fused multiply-add, then the four rows' block sums (BlockSumsOfRows) multiply-added with
-// them. Every lane 4r + k of the accumulators is row r's, block k's of each quad.
+// combined scales half(dW) * half(dX) of the four rows in one multiply, the offsets
+// 8 * sum(x) * half(dX) * half(dW) of the four rows in one fused multiply-add, then the four
+// rows' block sums (BlockSumsOfRows) multiply-added with the scales. Lane 4r + k of either
+// accumulator is row r's, block k's of each quad.
 void GroupDotQ4(const RowGroup& group, const Activations& a, int t, int rows, float* y, Accumulate mode) {
   const size_t quadsPerToken = static_cast<size_t>(a.paddedBlocks) / 4;
   const Floats* xScales = a.quadScales.data() + static_cast<size_t>(t) * quadsPerToken;

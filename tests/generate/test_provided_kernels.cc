@@ -71,18 +71,31 @@ void PlainProduct(const QuantizedMatrix& m, int inputRows, const float* x, float
   }
 }
 
+// rows x width random inputs in [-1, 1).
+std::vector<float> RandomInput(int rows, uint64_t width, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(rows) * width);
+  for (float& v : x) v = value(random);
+  return x;
+}
+
+// An output buffer with kGuard untouched values on both sides: a write outside it shows.
+constexpr size_t kGuard = 64;
+constexpr float kUntouched = -12345.0f;
+std::vector<float> GuardedOutput(size_t values) { return std::vector<float>(values + 2 * kGuard, kUntouched); }
+void RequireGuardsUntouched(const std::vector<float>& out) {
+  for (size_t i = 0; i < kGuard; ++i) {
+    REQUIRE(out[i] == kUntouched);
+    REQUIRE(out[out.size() - 1 - i] == kUntouched);
+  }
+}
+
 void CheckGatedAgainstPlain(TensorType type, int inputRows, uint64_t outputs, uint64_t width, int threads) {
   const QuantizedMatrix gate = MakeMatrix(type, outputs, width, 1);
   const QuantizedMatrix up = MakeMatrix(type, outputs, width, 2);
-  std::mt19937 random(3);
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(inputRows) * width);
-  for (float& v : x) v = value(random);
-
-  // Guards on both sides of the output catch a write outside it.
-  constexpr size_t kGuard = 64;
-  constexpr float kUntouched = -12345.0f;
-  std::vector<float> gated(static_cast<size_t>(inputRows) * outputs + 2 * kGuard, kUntouched);
+  const std::vector<float> x = RandomInput(inputRows, width, 3);
+  std::vector<float> gated = GuardedOutput(static_cast<size_t>(inputRows) * outputs);
   weight_matmul_gated(gate.view, up.view, wb::model::Activation::kSilu, inputRows, x.data(), gated.data() + kGuard,
                       threads);
   std::vector<float> g(static_cast<size_t>(inputRows) * outputs);
@@ -90,10 +103,7 @@ void CheckGatedAgainstPlain(TensorType type, int inputRows, uint64_t outputs, ui
   PlainProduct(gate, inputRows, x.data(), g.data(), threads);
   PlainProduct(up, inputRows, x.data(), u.data(), threads);
 
-  for (size_t i = 0; i < kGuard; ++i) {
-    REQUIRE(gated[i] == kUntouched);
-    REQUIRE(gated[gated.size() - 1 - i] == kUntouched);
-  }
+  RequireGuardsUntouched(gated);
   size_t wrong = 0;
   for (size_t i = 0; i < g.size(); ++i) {
     const float expected = Silu(g[i]) * u[i];
@@ -106,28 +116,18 @@ void CheckGatedAgainstPlain(TensorType type, int inputRows, uint64_t outputs, ui
 // same kernels on the same quantized input, so every value must be equal, bit for bit, however
 // the call shares the matrices' rows among its threads. So must weight_matmul's, alone.
 void CheckSameInputAgainstPlain(const std::vector<const QuantizedMatrix*>& matrices, int inputRows, int threads) {
-  const uint64_t width = matrices.front()->view.cols;
-  std::mt19937 random(4);
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(inputRows) * width);
-  for (float& v : x) v = value(random);
-
-  constexpr size_t kGuard = 64;
-  constexpr float kUntouched = -12345.0f;
+  const std::vector<float> x = RandomInput(inputRows, matrices.front()->view.cols, 4);
   std::vector<std::vector<float>> together;
   std::vector<WeightProduct> products;
   for (const QuantizedMatrix* m : matrices) {
-    together.emplace_back(static_cast<size_t>(inputRows) * m->view.rows + 2 * kGuard, kUntouched);
+    together.push_back(GuardedOutput(static_cast<size_t>(inputRows) * m->view.rows));
   }
   for (size_t i = 0; i < matrices.size(); ++i) products.push_back({&matrices[i]->view, together[i].data() + kGuard});
   weight_matmul_same_input(products, inputRows, x.data(), threads);
 
   for (size_t i = 0; i < matrices.size(); ++i) {
     const std::vector<float>& got = together[i];
-    for (size_t g = 0; g < kGuard; ++g) {
-      REQUIRE(got[g] == kUntouched);
-      REQUIRE(got[got.size() - 1 - g] == kUntouched);
-    }
+    RequireGuardsUntouched(got);
     std::vector<float> plain(static_cast<size_t>(inputRows) * matrices[i]->view.rows);
     PlainProduct(*matrices[i], inputRows, x.data(), plain.data(), threads);
     std::vector<float> alone(plain.size());

@@ -170,7 +170,9 @@ void DecodeStepProducts(std::span<const WeightProduct> products, const float* x,
     for (const WeightProduct& p : products) {
       const uint64_t begin = std::max(mine.begin, base);
       const uint64_t end = std::min(mine.end, base + p.W->rows);
-      if (begin < end) QuantRows(*p.W, RowBytesOf(*p.W), begin - base, end - begin, 1, input, p.y + (begin - base), mode, 1);
+      if (begin < end) {
+        QuantRows(*p.W, RowBytesOf(*p.W), begin - base, end - begin, 1, input, p.y + (begin - base), mode, 1);
+      }
       base += p.W->rows;
     }
   });
