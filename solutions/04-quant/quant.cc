@@ -432,7 +432,7 @@ constexpr size_t BlockBytes() {
   return kType == WeightType::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
 }
 
-// The activations, prepared once per call and shared by every thread. Per token t: its codes as
+// The activations, prepared once per call by each thread that multiplies. Per token t: its codes as
 // int16 vectors arranged for the weight type, one vector per block (Q8_0: xEven and xOdd of
 // each pair of blocks; Q4_0: the four nibble orders of each quad); per block b the scale
 // half(dX) as float and, for Q4_0, offset = 8 * sum(codes) * half(dX), the part of the block's
@@ -716,6 +716,10 @@ void MatmulQRange(int T, const Activations& a, const QuantMatrix& W, float* y, A
 // columns of y, so no element is written by two threads, and each thread streams only its
 // own contiguous stretch of the weights, which is what lets T = 1 use both cores' bandwidth.
 // Every row has its own accumulator, so its arithmetic is the same for any thread count.
+// Each thread prepares the activations itself, in its own Prepare object: prepared once by the
+// calling thread and read by the others, they had to travel from that thread's cache to each
+// other core on every call, which at T = 1 is a short call (2 threads, weights in L2: 27
+// against 32 GB/s, side by side). At T = 128 the repeated preparing does not show.
 struct Band {
   int begin;
   int end;
@@ -729,13 +733,13 @@ Band RowBand(int rows, int thread, int threads) {
 
 [[maybe_unused]] void MatmulQThreaded(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode,
                                       int threads) {
-  const Activations& a = Prepare(T, xq, W.cols / QK, W.type);
   if (threads <= 1) {  // GCC's OpenMP runtime allocates for a one-thread region: skip it
-    MatmulQRange(T, a, W, y, mode, 0, W.rows);
+    MatmulQRange(T, Prepare(T, xq, W.cols / QK, W.type), W, y, mode, 0, W.rows);
     return;
   }
 #pragma omp parallel num_threads(threads)
   {
+    const Activations& a = Prepare(T, xq, W.cols / QK, W.type);
     const Band band = RowBand(W.rows, omp_get_thread_num(), omp_get_num_threads());
     MatmulQRange(T, a, W, y, mode, band.begin, band.end);
   }
