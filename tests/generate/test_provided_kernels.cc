@@ -157,6 +157,10 @@ TEST_CASE("one input by three matrices: the products as three calls give them") 
     CheckSameInputAgainstPlain({&q, &k, &v}, 45, threads);  // a prompt: a call per matrix
   }
   CheckSameInputAgainstPlain({&k}, 1, 2);
+  // One block a row: a pass of quantized input holds 2891 rows, so 3000 take two passes.
+  const QuantizedMatrix narrowQ = MakeMatrix(TensorType::kQ4_0, 24, 32, 10);
+  const QuantizedMatrix narrowK = MakeMatrix(TensorType::kQ8_0, 8, 32, 11);
+  CheckSameInputAgainstPlain({&narrowQ, &narrowK}, 3000, 2);
 }
 
 TEST_CASE("one input by matrices the stage-4 kernels do not take: a product at a time") {

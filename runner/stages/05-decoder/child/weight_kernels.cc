@@ -178,6 +178,28 @@ void DecodeStepProducts(std::span<const WeightProduct> products, const float* x,
   });
 }
 
+// Products of stage-4 weights by the same input rows, y_i (rows x W_i.rows) = x · W_i^T, all of
+// one width: a decode step's as DecodeStepProducts shares them out; a prompt's with each pass
+// of input rows quantized once, then one stage-4 call per product, which shares its rows among
+// the threads itself (its region is long).
+void QuantProducts(std::span<const WeightProduct> products, int rows, const float* x, Accumulate mode, int threads) {
+  if (rows == 1) {
+    DecodeStepProducts(products, x, mode, threads);
+    return;
+  }
+  const WeightMatrix& first = *products.front().W;
+  alignas(64) std::byte input[kQuantizedInputBytes];
+  const int perPass = QuantizedRowsAtOnce(first);
+  for (int r0 = 0; r0 < rows; r0 += perPass) {
+    const int count = std::min(perPass, rows - r0);
+    QuantizePass(first, x, r0, count, input);
+    for (const WeightProduct& p : products) {
+      QuantRows(*p.W, RowBytesOf(*p.W), 0, p.W->rows, count, input, p.y + static_cast<size_t>(r0) * p.W->rows, mode,
+                threads);
+    }
+  }
+}
+
 const float* F32Rows(const WeightMatrix& W) {
   const std::byte* start = W.tensor.data.data() + W.firstRow * W.cols * sizeof(float);
   if (reinterpret_cast<uintptr_t>(start) % alignof(float) != 0) return nullptr;  // an unaligned safetensors tensor
@@ -195,19 +217,9 @@ void weight_matmul(const WeightMatrix& W, int rows, const float* x, float* y, Ac
     FloatMatmul(rows, static_cast<int>(W.rows), static_cast<int>(W.cols), x, F32Rows(W), y, mode, threads);
     return;
   }
-  if (IsStageFourType(type) && rows == 1) {
-    const WeightProduct product[] = {{&W, y}};
-    DecodeStepProducts(product, x, mode, threads);
-    return;
-  }
   if (IsStageFourType(type)) {
-    alignas(64) std::byte quantized[kQuantizedInputBytes];
-    const int perPass = QuantizedRowsAtOnce(W);
-    for (int r0 = 0; r0 < rows; r0 += perPass) {
-      const int count = std::min(perPass, rows - r0);
-      QuantizePass(W, x, r0, count, quantized);
-      QuantRows(W, rowBytes, 0, W.rows, count, quantized, y + static_cast<size_t>(r0) * W.rows, mode, threads);
-    }
+    const WeightProduct product[] = {{&W, y}};
+    QuantProducts(product, rows, x, mode, threads);
     return;
   }
   auto outputRow = [&](int o) {
@@ -242,22 +254,7 @@ void weight_matmul_same_input(std::span<const WeightProduct> products, int rows,
     for (const WeightProduct& p : products) weight_matmul(*p.W, rows, x, p.y, Accumulate::kOverwrite, threads);
     return;
   }
-  if (rows == 1) {
-    DecodeStepProducts(products, x, Accumulate::kOverwrite, threads);
-    return;
-  }
-  // A prompt: each pass's input quantized once for all the products, then one stage-4 call per
-  // product, which shares its rows among the threads itself: its region is long.
-  alignas(64) std::byte input[kQuantizedInputBytes];
-  const int perPass = QuantizedRowsAtOnce(first);
-  for (int r0 = 0; r0 < rows; r0 += perPass) {
-    const int count = std::min(perPass, rows - r0);
-    QuantizePass(first, x, r0, count, input);
-    for (const WeightProduct& p : products) {
-      QuantRows(*p.W, RowBytesOf(*p.W), 0, p.W->rows, count, input, p.y + static_cast<size_t>(r0) * p.W->rows,
-                Accumulate::kOverwrite, threads);
-    }
-  }
+  QuantProducts(products, rows, x, Accumulate::kOverwrite, threads);
 }
 
 void weight_matmul_gated(const WeightMatrix& gate, const WeightMatrix& up, Activation act, int rows, const float* x,
