@@ -460,7 +460,7 @@ const Activations& Prepare(int T, const BlockQ8_0* xq, int blocks, WeightType ty
   a.paddedBlocks = (blocks + kScaleBatch - 1) / kScaleBatch * kScaleBatch;
   a.codes.assign(static_cast<size_t>(T) * a.paddedBlocks, Words{});
   a.scales.assign(static_cast<size_t>(T) * a.paddedBlocks, 0.0f);
-  a.offsets.assign(static_cast<size_t>(T) * a.paddedBlocks, 0.0f);
+  if (type == WeightType::kQ4_0) a.offsets.assign(static_cast<size_t>(T) * a.paddedBlocks, 0.0f);
   for (int t = 0; t < T; ++t) {
     Words* codes = a.codes.data() + static_cast<size_t>(t) * a.paddedBlocks;
     for (int b = 0; b < blocks; ++b) {
@@ -484,11 +484,13 @@ const Activations& Prepare(int T, const BlockQ8_0* xq, int blocks, WeightType ty
           quad[3][lane] = block.qs[2 * i + 17];
         }
       }
-      int sum = 0;
-      for (int j = 0; j < QK; ++j) sum += block.qs[j];
       const float scale = HalfToFloat(block.d);
       a.scales[static_cast<size_t>(t) * a.paddedBlocks + b] = scale;
-      a.offsets[static_cast<size_t>(t) * a.paddedBlocks + b] = static_cast<float>(8 * sum) * scale;
+      if (type == WeightType::kQ4_0) {
+        int sum = 0;
+        for (int j = 0; j < QK; ++j) sum += block.qs[j];
+        a.offsets[static_cast<size_t>(t) * a.paddedBlocks + b] = static_cast<float>(8 * sum) * scale;
+      }
     }
   }
   if (type == WeightType::kQ4_0) {
