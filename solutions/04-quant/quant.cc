@@ -516,10 +516,11 @@ const Activations& Prepare(int T, const BlockQ8_0* xq, int blocks, WeightType ty
 // is used once, and GroupDotQ4 converts a quad's 16 where it loads the quad's codes. Converted
 // in a pass of their own before the products, the pass's loads wait on memory with next to
 // nothing to compute, the turn-taking that prefetching (below) removes from the products: on
-// a matrix four times the size of the last-level cache, T = 1, one thread, Q4_0 read 70-86 %
-// of the probe's bandwidth with the pass and 79-97 % without it, side by side (medians of
-// five, four runs); two threads went from 69-83 % to 80-89 %. Q8_0, whose scales are 34 bytes
-// apart and gathered one by one, gained nothing from the same change, so it keeps the pass.
+// a matrix four times the size of the last-level cache, T = 1, side by side in nine runs (each
+// the median of five), Q4_0 read 70-93 % of the probe's bandwidth with the pass and 79-98 %
+// without it on one thread, 69-95 % and 80-98 % on two, ahead in every run. Q8_0, whose scales
+// are 34 bytes apart and gathered one by one, gained nothing from the same change: it keeps
+// the pass.
 struct RowGroup {
   const unsigned char* row[kGroupRows];
   std::vector<float> scales;       // Q8_0
