@@ -190,18 +190,26 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
   // the bench is compared with what it gave while that model ran.
   auto cache = stage04::LastLevelCache();
   if (!cache) return ReportError(cache.error());
-  const uint64_t probeBytes = 2 * cache->bytes;
+  // The probe's buffer lives where the model's weights do: private anonymous memory with huge
+  // pages asked for (the generate program reads the file into such memory, mapped_file.h).
+  const uint64_t wantedProbeBytes = 2 * cache->bytes;
+  uint64_t probeBytes = wantedProbeBytes;  // as the yardstick rounded it
+  uint64_t probeHugeBytes = 0;             // of which on huge pages
   using ProbeRates = std::array<double, 2>;  // GB/s on 1 and 2 threads
   auto measureProbe = [&]() -> Expected<ProbeRates> {
-    auto probe = stage04::RunJsonProgram(
-        {WB_STAGE04_YARDSTICK, "probe", std::to_string(probeBytes), fmt::format("{}", kProbeBudgetSeconds)},
-        "the bench's yardstick (stage04-yardstick probe)", 300);
+    auto probe = stage04::RunJsonProgram({WB_STAGE04_YARDSTICK, "probe", std::to_string(wantedProbeBytes),
+                                          fmt::format("{}", kProbeBudgetSeconds), "huge"},
+                                         "the bench's yardstick (stage04-yardstick probe)", 300);
     if (!probe) return probe.error();
-    if (probe->exitStatus != 0 || !probe->json.contains("seconds") || probe->json["seconds"].size() != 2) {
+    const json& printed = probe->json;
+    if (probe->exitStatus != 0 || !printed.is_object() || !printed.contains("seconds") ||
+        printed["seconds"].size() != 2 || !printed.contains("bytes") || !printed.contains("huge_page_bytes")) {
       return InternalError("the bench's yardstick printed no probe: rebuild the workbook");
     }
-    return ProbeRates{probeBytes / probe->json["seconds"][0]["median"].get<double>() / 1e9,
-                      probeBytes / probe->json["seconds"][1]["median"].get<double>() / 1e9};
+    probeBytes = printed["bytes"].get<uint64_t>();
+    probeHugeBytes = printed["huge_page_bytes"].get<uint64_t>();
+    return ProbeRates{probeBytes / printed["seconds"][0]["median"].get<double>() / 1e9,
+                      probeBytes / printed["seconds"][1]["median"].get<double>() / 1e9};
   };
   auto firstProbe = measureProbe();
   if (!firstProbe) return ReportError(firstProbe.error());
@@ -212,12 +220,18 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
                  {"decoder", program->decoderName},
                  {"source", validated->source},
                  {"last_level_cache", {{"bytes", cache->bytes}, {"source", cache->source}}},
-                 {"probe", {{"bytes", probeBytes}, {"gb_per_second", {probeGbs[0], probeGbs[1]}}}},
+                 {"probe",
+                  {{"bytes", probeBytes},
+                   {"memory", "huge"},
+                   {"huge_page_bytes", probeHugeBytes},
+                   {"gb_per_second", {probeGbs[0], probeGbs[1]}}}},
                  {"models", json::array()}};
   if (o.format != "json") {
     std::printf("\n%s\nprobe: read bandwidth %.1f GB/s on 1 thread, %.1f GB/s on 2 at the start, measured again "
-                "after each model (a %.0f MiB buffer, twice the last-level cache: %s)\n\n",
-                program->decoderName.c_str(), probeGbs[0], probeGbs[1], probeBytes / 1048576.0, cache->source.c_str());
+                "after each model (a %.0f MiB buffer, twice the last-level cache: %s;\n"
+                "       in memory like the model's weights, %.0f MiB of it on huge pages)\n\n",
+                program->decoderName.c_str(), probeGbs[0], probeGbs[1], probeBytes / 1048576.0, cache->source.c_str(),
+                probeHugeBytes / 1048576.0);
     std::printf("%-34s %3s  %-26s %-26s %10s %8s %8s\n", "model", "thr", "prefill 128, tokens/s", "decode 64, tokens/s",
                 "weights/tok", "GB/s", "of probe");
     std::fflush(stdout);

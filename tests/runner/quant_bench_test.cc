@@ -60,6 +60,28 @@ void CheckTiming(const json& time) {
 
 }  // namespace
 
+// The yardstick's probe reads a buffer in the memory it is asked for: shared (stage 4's bench)
+// or private with huge pages asked for (stage 5's, as the model's weights), says which and how
+// much of it is on huge pages, and refuses any other kind before measuring.
+TEST_CASE("the probe says where its buffer lives, and refuses an unknown kind of memory") {
+  const std::string yardstick = Quote(Env("WB_STAGE04_YARDSTICK"));
+  for (const std::string memory : {"shared", "huge"}) {
+    CAPTURE(memory);
+    const auto ran = wbtest::RunShell(yardstick + " probe 4194304 0.01 " + memory);
+    REQUIRE(ran.status == 0);
+    const json printed = Parse(ran.out);
+    CHECK(printed["memory"] == memory);
+    CHECK(printed["bytes"].get<uint64_t>() >= 4194304);
+    CHECK(printed["huge_page_bytes"].get<uint64_t>() <= printed["bytes"].get<uint64_t>());
+    CHECK(printed["huge_page_bytes"].get<uint64_t>() % 4096 == 0);
+    REQUIRE(printed["seconds"].size() == 2);
+  }
+  const auto refused = wbtest::RunShell(yardstick + " probe 4194304 0.01 gigantic");
+  CHECK(refused.status == 2);
+  CHECK(refused.out.empty());
+  CHECK(refused.err.find("shared|huge") != std::string::npos);
+}
+
 TEST_CASE("bench 4 --solutions prints every figure from one run, and draws them") {
   const uint64_t cache = std::stoull(Env("WB_BENCH_LLC_BYTES"));
   const auto dir = Scratch("bench");
@@ -79,6 +101,9 @@ TEST_CASE("bench 4 --solutions prints every figure from one run, and draws them"
     CAPTURE(probe.dump());
     CHECK(probe["threads"] == t + 1);
     CHECK(probe["buffer_bytes"].get<uint64_t>() >= 2 * cache);
+    // In shared memory, as the bench region holding the kernels' weights is.
+    CHECK(probe["memory"] == "shared");
+    CHECK(probe["huge_page_bytes"].get<uint64_t>() <= probe["buffer_bytes"].get<uint64_t>());
     CHECK(Positive(probe["read_bandwidth_gbs"]));
     CheckTiming(probe["time"]);
     // Measured again after the kernels: the share is of the mean of the two.

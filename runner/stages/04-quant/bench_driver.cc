@@ -275,6 +275,9 @@ Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets
 struct Figures {
   Plan plan;
   uint64_t probeBytes = 0;  // as the yardstick rounded it
+  // The probe's buffer is shared memory, as the bench region that holds the kernels' weights
+  // is (a memfd): of it, this many bytes on huge pages.
+  uint64_t probeHugeBytes = 0;
   // The probe just before and just after the kernels ran at each thread count: a shared
   // machine's bandwidth drifts within a run, so the kernels are compared with what it gave
   // around them (the mean of the two), not with a figure from a minute earlier.
@@ -342,7 +345,9 @@ void PrintText(const Figures& f, const BenchOptions& o) {
               Mebibytes(f.plan.cache.bytes).c_str(), f.plan.cache.source.c_str());
   std::printf("  each time is the median of its runs (fastest-slowest in brackets)\n\n");
 
-  std::printf("Read bandwidth: the yardstick sums a %s buffer\n", Mebibytes(f.probeBytes).c_str());
+  std::printf("Read bandwidth: the yardstick sums a %s buffer in shared memory, as the kernels' weights are (%s of\n"
+              "  it on huge pages)\n",
+              Mebibytes(f.probeBytes).c_str(), Mebibytes(f.probeHugeBytes).c_str());
   std::printf("  before and after the kernels at each thread count; %% probe below is of their mean, %.1f and "
               "%.1f GB/s\n",
               f.ProbeGbs(0), f.ProbeGbs(1));
@@ -403,6 +408,8 @@ json ToJson(const Figures& f, const BenchOptions& o) {
   for (int t = 0; t < 2; ++t) {
     root["probe"].push_back({{"threads", kThreadCounts[t]},
                              {"buffer_bytes", f.probeBytes},
+                             {"memory", "shared"},
+                             {"huge_page_bytes", f.probeHugeBytes},
                              {"time", TimingJson(f.probe[t])},
                              {"time_after", TimingJson(f.probeAfter[t])},
                              {"read_bandwidth_gbs", f.ProbeGbs(t)},
@@ -566,9 +573,13 @@ Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, 
   const Plan& plan = figures.plan;
   note(fmt::format("bench: last-level cache {} ({}); probing the read bandwidth over {} ...",
                    Mebibytes(plan.cache.bytes), plan.cache.source, Mebibytes(plan.probeBytes)));
-  auto probe = RunYardstick({"probe", std::to_string(plan.probeBytes), fmt::format("{}", budget)}, 300);
+  auto probe = RunYardstick({"probe", std::to_string(plan.probeBytes), fmt::format("{}", budget), "shared"}, 300);
   if (!probe.ok()) return probe.error();
+  if (!probe->contains("bytes") || !probe->contains("huge_page_bytes")) {
+    return InternalError("the bench's yardstick printed no probe: rebuild the workbook");
+  }
   figures.probeBytes = (*probe)["bytes"].get<uint64_t>();
+  figures.probeHugeBytes = (*probe)["huge_page_bytes"].get<uint64_t>();
   note(fmt::format("bench: stage 3's float matmul at T = 1 over {} copies of {} x {} ...", plan.f32Copies, kDecodeRows,
                    kDecodeCols));
   auto floats = RunYardstick({"float", std::to_string(plan.f32Copies), fmt::format("{}", budget)}, 600);
@@ -599,7 +610,7 @@ Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, 
     }
     figures.child[t] = child->timings;
     note("bench: the probe again ...");
-    auto again = RunYardstick({"probe", std::to_string(plan.probeBytes), fmt::format("{}", budget)}, 300);
+    auto again = RunYardstick({"probe", std::to_string(plan.probeBytes), fmt::format("{}", budget), "shared"}, 300);
     if (!again.ok()) return again.error();
     for (int u = 0; u < 2; ++u) {
       latestProbe[u] = FromYardstick((*again)["seconds"][u]);

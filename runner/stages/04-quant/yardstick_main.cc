@@ -1,25 +1,39 @@
 // stage04-yardstick: what stage 4's bench holds the student's quantized kernels against, on
 // the same machine in the same run (runner/stages/04-quant/bench_driver.cc starts it):
 //
-//   stage04-yardstick probe BYTES BUDGET         the read bandwidth over a buffer of BYTES
+//   stage04-yardstick probe BYTES BUDGET [MEMORY]
+//                                                the read bandwidth over a buffer of BYTES
 //                                                (twice the last-level cache), on 1 and 2
-//                                                threads
+//                                                threads; MEMORY is where the buffer lives,
+//                                                as the weights it is held against do:
+//                                                "shared" (a memfd mapped shared, as stage 4's
+//                                                bench region; the default) or "huge" (private
+//                                                anonymous memory with transparent huge pages
+//                                                asked for, as a model read into memory)
 //   stage04-yardstick float COPIES BUDGET        stage 3's solution matmul at T = 1 on the
 //                                                FFN shape (kDecodeRows x kDecodeCols floats),
 //                                                each run on the next of COPIES matrices, on
 //                                                1 and 2 threads
 //
 // Each prints one JSON object on stdout: {"seconds": [timing at 1 thread, at 2]} with each
-// timing's median, fastest, slowest and runs. Trusted code: it runs outside the sandbox, and no
+// timing's median, fastest, slowest and runs; the probe adds "bytes", "memory" and
+// "huge_page_bytes", how much of its buffer the kernel backed with huge pages. Trusted code: it runs outside the sandbox, and no
 // student code is linked into it, only stage 3's solution (solutions/03-fused/fused.cc, built
 // with stage 3's flags). This file is compiled with stage 4's flags, so the probe reads memory
 // with the instructions a student's kernel may use, and its bandwidth is the one that kernel
 // can reach.
 #include <omp.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -44,18 +58,90 @@ json TimingJson(const Timing& t) {
   return {{"median", t.median}, {"fastest", t.fastest}, {"slowest", t.slowest}, {"runs", t.runs}};
 }
 
+// The probe's buffer, in the kind of memory the weights it is held against live in. The kind
+// matters: on this project's machine (a virtual machine, where a TLB miss walks two page
+// tables) one thread read a 1 GiB buffer at about 28 GB/s over 4 KiB pages and 36 GB/s over
+// 2 MiB pages, two threads at 50 and 57; a probe on other pages than the weights' would make
+// a kernel's share of it too low or too high.
+class ProbeBuffer {
+ public:
+  // Nullptr data() when the memory could not be had; then why() says so.
+  ProbeBuffer(size_t bytes, const std::string& memory) : bytes_(bytes) {
+    if (memory == "huge") {
+      Map(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+      if (data_ != nullptr) madvise(data_, bytes, MADV_HUGEPAGE);  // a hint, as the model loader's
+    } else {
+      fd_ = memfd_create("workbook-probe", 0);
+      if (fd_ >= 0 && ftruncate(fd_, static_cast<off_t>(bytes)) == 0) {
+        Map(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0));
+      } else {
+        why_ = std::string("cannot make a shared buffer: ") + std::strerror(errno);
+      }
+    }
+    if (data_ != nullptr) std::fill(data_, data_ + bytes / sizeof(float), 1.0f);  // every page mapped now
+  }
+  ~ProbeBuffer() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+    if (fd_ >= 0) close(fd_);
+  }
+  ProbeBuffer(const ProbeBuffer&) = delete;
+  ProbeBuffer& operator=(const ProbeBuffer&) = delete;
+
+  float* data() const { return data_; }
+  size_t floats() const { return bytes_ / sizeof(float); }
+  const std::string& why() const { return why_; }
+
+  // How many of the buffer's bytes sit on huge pages: the AnonHugePages and ShmemPmdMapped
+  // lines of its mapping in /proc/self/smaps (proc(5)), in kB.
+  uint64_t HugePageBytes() const {
+    std::ifstream smaps("/proc/self/smaps");
+    const auto start = reinterpret_cast<uintptr_t>(data_);
+    std::string line;
+    bool ours = false;
+    uint64_t kib = 0;
+    while (std::getline(smaps, line)) {
+      uintptr_t from = 0;
+      char dash = 0;
+      std::istringstream head(line);
+      if (head >> std::hex >> from >> dash && dash == '-') {  // a mapping's first line: "from-to perms ..."
+        ours = from == start;
+        continue;
+      }
+      if (!ours) continue;
+      for (const char* field : {"AnonHugePages:", "ShmemPmdMapped:"}) {
+        if (line.rfind(field, 0) == 0) kib += std::strtoull(line.c_str() + std::strlen(field), nullptr, 10);
+      }
+    }
+    return kib * 1024;
+  }
+
+ private:
+  void Map(void* address) {
+    if (address == MAP_FAILED) {
+      why_ = std::string("cannot map the buffer: ") + std::strerror(errno);
+      return;
+    }
+    data_ = static_cast<float*>(address);
+  }
+
+  size_t bytes_;
+  int fd_ = -1;
+  float* data_ = nullptr;
+  std::string why_;
+};
+
 // Read bandwidth: each thread sums its own contiguous share of the buffer, four independent
 // vector accumulators at a time (enough loads in flight that the memory, not the adds, sets
-// the pace). The buffer is written first, so every page is mapped before the clock starts.
-Timing ReadBandwidth(std::vector<float>& data, int threads, double budget) {
+// the pace). Every page of the buffer is mapped before the clock starts.
+Timing ReadBandwidth(const ProbeBuffer& buffer, int threads, double budget) {
   float sink = 0;
   const Timing timing = Measure(
       [&] {
         float total = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : total)
         {
-          const size_t share = data.size() / omp_get_num_threads() / kFloatsPerStep * kFloatsPerStep;
-          const float* begin = data.data() + share * omp_get_thread_num();
+          const size_t share = buffer.floats() / omp_get_num_threads() / kFloatsPerStep * kFloatsPerStep;
+          const float* begin = buffer.data() + share * omp_get_thread_num();
           Vec sums[4] = {};
           for (size_t i = 0; i < share; i += kFloatsPerStep) {
             for (int j = 0; j < 4; ++j) {
@@ -84,15 +170,19 @@ void Fill(float* values, size_t count, unsigned seed) {
 }
 
 int Usage() {
-  std::fprintf(stderr, "usage: stage04-yardstick probe BYTES BUDGET | float COPIES BUDGET\n");
+  std::fprintf(stderr, "usage: stage04-yardstick probe BYTES BUDGET [shared|huge] | float COPIES BUDGET\n");
   return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) return Usage();
+  if (argc < 4) return Usage();
   const std::string mode = argv[1];
+  const std::string memory = argc > 4 ? argv[4] : "shared";
+  if (argc > 5 || (mode == "probe" && memory != "shared" && memory != "huge") || (mode != "probe" && argc > 4)) {
+    return Usage();
+  }
   const double count = std::atof(argv[2]);
   const double budget = std::atof(argv[3]);
   if (!(count >= 1) || !(budget > 0)) return Usage();
@@ -101,9 +191,15 @@ int main(int argc, char** argv) {
     // Rounded up to whole steps of both threads, so each share is exactly half.
     const size_t unit = 2 * kFloatsPerStep;
     const size_t floats = (static_cast<size_t>(count) / sizeof(float) + unit - 1) / unit * unit;
-    std::vector<float> data(floats, 1.0f);
+    const ProbeBuffer buffer(floats * sizeof(float), memory);
+    if (buffer.data() == nullptr) {
+      std::fprintf(stderr, "stage04-yardstick: %s\n", buffer.why().c_str());
+      return 1;
+    }
     result["bytes"] = floats * sizeof(float);
-    for (int threads : {1, 2}) result["seconds"].push_back(TimingJson(ReadBandwidth(data, threads, budget)));
+    result["memory"] = memory;
+    result["huge_page_bytes"] = buffer.HugePageBytes();
+    for (int threads : {1, 2}) result["seconds"].push_back(TimingJson(ReadBandwidth(buffer, threads, budget)));
   } else if (mode == "float") {
     const size_t copies = static_cast<size_t>(count);
     const size_t matrix = static_cast<size_t>(kDecodeRows) * kDecodeCols;
