@@ -410,9 +410,9 @@ int DotQ4(const BlockQ4_0& w, const BlockQ8_0& x) {
 // portable hint, a prefetch instruction on x86 and Arm), a share per batch (Q8_0) or per quad
 // (Q4_0), and a call asks for its band's first bytes that far ahead before it starts. Without
 // it the two take turns: reading a group's scales waits on memory with little to compute, then
-// the products compute with nothing to read, and T = 1 reached 71 % (Q8_0) and 50 % (Q4_0) of
-// the probe's bandwidth instead of 97 % and 75 % (measured side by side); the hardware's own
-// prefetcher only runs a little ahead of the loads it sees.
+// the products compute with nothing to read, and T = 1 ran at 0.73 (Q8_0) and 0.67 (Q4_0) of the
+// speed it reaches with the requests (measured side by side); the hardware's own prefetcher
+// only runs a little ahead of the loads it sees.
 //
 // For T > 1 the tokens go in chunks: each group of rows meets every token of a chunk while its
 // blocks are in L1 / L2, so a weight byte comes from memory once per chunk of tokens.
@@ -422,9 +422,9 @@ constexpr int kTokenChunk = 16;  // tokens that meet a row group while it is in 
 // The bytes requested ahead of the group being multiplied, in whole groups. A group that is
 // read in less time than memory takes to answer must be asked for earlier than one group
 // ahead: with 2048 columns a Q4_0 group is 4.6 KB, and one group ahead left every group's
-// first loads waiting on memory (70 against 80 % of the probe on TinyLlama's seven products,
-// one thread, side by side). Much more than this crowds L1: Q8_0 groups, 8.7 KB and up, two
-// ahead were slower.
+// first loads waiting on memory (TinyLlama's seven products, one thread, side by side: 12 %
+// slower than two groups ahead). Much more than this crowds L1: Q8_0 groups, 8.7 KB and up,
+// two ahead were slower.
 constexpr size_t kPrefetchBytes = 8 * 1024;
 
 template <WeightType kType>
@@ -517,10 +517,9 @@ const Activations& Prepare(int T, const BlockQ8_0* xq, int blocks, WeightType ty
 // in a pass of their own before the products, the pass's loads wait on memory with next to
 // nothing to compute, the turn-taking that prefetching (below) removes from the products: on
 // a matrix four times the size of the last-level cache, T = 1, side by side in nine runs (each
-// the median of five), Q4_0 read 70-93 % of the probe's bandwidth with the pass and 79-98 %
-// without it on one thread, 69-95 % and 80-98 % on two, ahead in every run. Q8_0, whose scales
-// are 34 bytes apart and gathered one by one, gained nothing from the same change: it keeps
-// the pass.
+// the median of five), Q4_0 without the pass was ahead in every run, its range 5 to 13 % above
+// the pass's on one thread and 3 to 16 % on two. Q8_0, whose scales are 34 bytes apart and
+// gathered one by one, gained nothing from the same change: it keeps the pass.
 struct RowGroup {
   const unsigned char* row[kGroupRows];
   std::vector<float> scales;       // Q8_0
