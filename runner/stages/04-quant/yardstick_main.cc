@@ -58,15 +58,17 @@ json TimingJson(const Timing& t) {
   return {{"median", t.median}, {"fastest", t.fastest}, {"slowest", t.slowest}, {"runs", t.runs}};
 }
 
-// The probe's buffer, in the kind of memory the weights it is held against live in. The kind
-// matters: on this project's machine (a virtual machine, where a TLB miss walks two page
-// tables) one thread read a 1 GiB buffer at about 28 GB/s over 4 KiB pages and 36 GB/s over
-// 2 MiB pages, two threads at 50 and 57; a probe on other pages than the weights' would make
-// a kernel's share of it too low or too high.
-class ProbeBuffer {
+// A page-aligned buffer of floats in the kind of memory the weights it is held against live
+// in: the probe's, and stage 3's float weights. Both matter. A float vector from malloc starts
+// 16 bytes into a cache line, so every 64-byte load straddles two lines: on this project's
+// machine the probe read 28 GB/s on one thread that way, 37 aligned. And where the weights
+// sit on huge pages (stage 5's model), a probe on 4 KiB pages reads less than one on 2 MiB
+// pages would; on a shared mapping the kernel gives huge pages only if its shmem setting
+// allows, so stage 4's bench region and its probe are both shared.
+class BenchBuffer {
  public:
   // Nullptr data() when the memory could not be had; then why() says so.
-  ProbeBuffer(size_t bytes, const std::string& memory) : bytes_(bytes) {
+  BenchBuffer(size_t bytes, const std::string& memory) : bytes_(bytes) {
     if (memory == "huge") {
       Map(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
       if (data_ != nullptr) madvise(data_, bytes, MADV_HUGEPAGE);  // a hint, as the model loader's
@@ -80,12 +82,12 @@ class ProbeBuffer {
     }
     if (data_ != nullptr) std::fill(data_, data_ + bytes / sizeof(float), 1.0f);  // every page mapped now
   }
-  ~ProbeBuffer() {
+  ~BenchBuffer() {
     if (data_ != nullptr) munmap(data_, bytes_);
     if (fd_ >= 0) close(fd_);
   }
-  ProbeBuffer(const ProbeBuffer&) = delete;
-  ProbeBuffer& operator=(const ProbeBuffer&) = delete;
+  BenchBuffer(const BenchBuffer&) = delete;
+  BenchBuffer& operator=(const BenchBuffer&) = delete;
 
   float* data() const { return data_; }
   size_t floats() const { return bytes_ / sizeof(float); }
@@ -133,7 +135,7 @@ class ProbeBuffer {
 // Read bandwidth: each thread sums its own contiguous share of the buffer, four independent
 // vector accumulators at a time (enough loads in flight that the memory, not the adds, sets
 // the pace). Every page of the buffer is mapped before the clock starts.
-Timing ReadBandwidth(const ProbeBuffer& buffer, int threads, double budget) {
+Timing ReadBandwidth(const BenchBuffer& buffer, int threads, double budget) {
   float sink = 0;
   const Timing timing = Measure(
       [&] {
@@ -191,7 +193,7 @@ int main(int argc, char** argv) {
     // Rounded up to whole steps of both threads, so each share is exactly half.
     const size_t unit = 2 * kFloatsPerStep;
     const size_t floats = (static_cast<size_t>(count) / sizeof(float) + unit - 1) / unit * unit;
-    const ProbeBuffer buffer(floats * sizeof(float), memory);
+    const BenchBuffer buffer(floats * sizeof(float), memory);
     if (buffer.data() == nullptr) {
       std::fprintf(stderr, "stage04-yardstick: %s\n", buffer.why().c_str());
       return 1;
@@ -203,8 +205,14 @@ int main(int argc, char** argv) {
   } else if (mode == "float") {
     const size_t copies = static_cast<size_t>(count);
     const size_t matrix = static_cast<size_t>(kDecodeRows) * kDecodeCols;
-    std::vector<float> weights(copies * matrix);
-    for (size_t c = 0; c < copies; ++c) Fill(weights.data() + c * matrix, matrix, static_cast<unsigned>(c + 1));
+    // In shared memory, line-aligned, as the quantized kernels' copies are in the bench region.
+    const BenchBuffer buffer(copies * matrix * sizeof(float), "shared");
+    if (buffer.data() == nullptr) {
+      std::fprintf(stderr, "stage04-yardstick: %s\n", buffer.why().c_str());
+      return 1;
+    }
+    float* weights = buffer.data();
+    for (size_t c = 0; c < copies; ++c) Fill(weights + c * matrix, matrix, static_cast<unsigned>(c + 1));
     std::vector<float> x(kDecodeCols), y(kDecodeRows);
     Fill(x.data(), x.size(), 99);
     for (int threads : {1, 2}) {
@@ -214,7 +222,7 @@ int main(int argc, char** argv) {
       size_t next = 0;
       const Timing t = Measure(
           [&] {
-            matmul(1, kDecodeRows, kDecodeCols, x.data(), weights.data() + next * matrix, y.data(),
+            matmul(1, kDecodeRows, kDecodeCols, x.data(), weights + next * matrix, y.data(),
                    Accumulate::kOverwrite, threads);
             next = (next + 1) % copies;
           },
