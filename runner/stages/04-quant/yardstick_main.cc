@@ -17,8 +17,8 @@
 //
 // Each prints one JSON object on stdout: {"seconds": [timing at 1 thread, at 2]} with each
 // timing's median, fastest, slowest and runs; the probe adds "bytes", "memory" and
-// "huge_page_bytes", how much of its buffer the kernel backed with huge pages. Trusted code: it runs outside the sandbox, and no
-// student code is linked into it, only stage 3's solution (solutions/03-fused/fused.cc, built
+// "huge_page_bytes", how much of its buffer the kernel backed with huge pages. Trusted code:
+// it runs outside the sandbox, and no student code is linked into it, only stage 3's solution (solutions/03-fused/fused.cc, built
 // with stage 3's flags). This file is compiled with stage 4's flags, so the probe reads memory
 // with the instructions a student's kernel may use, and its bandwidth is the one that kernel
 // can reach.
@@ -59,12 +59,13 @@ json TimingJson(const Timing& t) {
 }
 
 // A page-aligned buffer of floats in the kind of memory the weights it is held against live
-// in: the probe's, and stage 3's float weights. Both matter. A float vector from malloc starts
-// 16 bytes into a cache line, so every 64-byte load straddles two lines: on this project's
-// machine the probe read 28 GB/s on one thread that way, 37 aligned. And where the weights
-// sit on huge pages (stage 5's model), a probe on 4 KiB pages reads less than one on 2 MiB
-// pages would; on a shared mapping the kernel gives huge pages only if its shmem setting
-// allows, so stage 4's bench region and its probe are both shared.
+// in: the probe's, and stage 3's float weights. The alignment matters: a float vector from
+// malloc starts 16 bytes into a cache line, so every 64-byte load straddles two lines, and on
+// this project's machine the probe read 28 GB/s on one thread that way, 37 aligned. The kind
+// of memory is like for like: stage 5's model sits on huge pages where the kernel grants them,
+// stage 4's bench region is a shared mapping, which gets huge pages only if the kernel's
+// shmem setting allows, and a page size can change what a stream reads (a TLB miss per 4 KiB
+// instead of per 2 MiB). On this machine the two kinds read within the noise of each other.
 class BenchBuffer {
  public:
   // Nullptr data() when the memory could not be had; then why() says so.
