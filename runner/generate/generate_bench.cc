@@ -96,6 +96,7 @@ int RunBench(const GenerateSettings& s) {
                             {"prefill_tokens_per_second", prefillRates},
                             {"decode_tokens_per_second", decodeRates}};
     if (harness::AllocationsCounted()) entry["decode_allocations"] = decodeAllocations;
+    if (const auto huge = HugePageBytes()) entry["huge_page_bytes"] = *huge;  // while the weights are loaded
     runs.push_back(entry);
   }
   const nlohmann::json out = {{"model", s.model},

@@ -4,7 +4,10 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -27,6 +30,16 @@ uint64_t PeakResidentBytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+std::optional<uint64_t> HugePageBytes() {
+  std::ifstream rollup("/proc/self/smaps_rollup");
+  std::string line;
+  constexpr std::string_view kField = "AnonHugePages:";
+  while (std::getline(rollup, line)) {
+    if (line.rfind(kField, 0) == 0) return std::strtoull(line.c_str() + kField.size(), nullptr, 10) * 1024;  // kB
+  }
+  return std::nullopt;
 }
 
 uint64_t ModelFileBytes(const std::string& path) {

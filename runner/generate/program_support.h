@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/expected.h"
@@ -17,6 +18,10 @@ int UsableCores();
 Expected<CacheType> ParseCacheType(const std::string& name);
 // The process's peak resident memory so far (getrusage's ru_maxrss).
 uint64_t PeakResidentBytes();
+// The process's anonymous memory on transparent huge pages now (AnonHugePages in
+// /proc/self/smaps_rollup, proc(5)): mostly the model's weights, which the program reads into
+// such memory. Nullopt where that file cannot be read.
+std::optional<uint64_t> HugePageBytes();
 // Bytes of the model's files: a GGUF file, or a Hugging Face folder's *.safetensors.
 uint64_t ModelFileBytes(const std::string& path);
 // The sentence for a Forward() that failed (session.problem()), naming the decoder; the call

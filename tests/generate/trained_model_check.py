@@ -18,7 +18,8 @@ file at temperature 0 and checks:
     empty; another seed gives other text;
   - the untouched starter (`generate --mine` on a copy of stages/) exits 1 saying stage 5 is
     not implemented;
-  - `workbook convert` writes the committed GGUF files byte for byte from the HF folder.
+  - `workbook convert` writes the committed GGUF files byte for byte from the HF folder;
+  - bench mode prints its figures for 1 and 2 threads, and decode steps allocate nothing.
 Usage: trained_model_check.py SOURCE_ROOT GENERATE_PROGRAM WORKBOOK_EXE
 """
 
@@ -91,6 +92,30 @@ def main():
         failures.append(f"--seed 1 twice gave {texts[0]!r} and {texts[1]!r}")
     if texts[0] is not None and texts[0] == texts[2]:
         failures.append(f"--seed 1 and --seed 2 gave the same text {texts[0]!r}")
+
+    # Bench mode, as `workbook bench 5` runs it: every figure there, decode allocating nothing,
+    # and the huge-page share (where the program can read it) no more than the process holds.
+    q4 = os.path.join(folder, "model-q4_0.gguf")
+    out = run([program, "--model", q4, "--bench", "--bench-threads", "1,2", "--bench-repeats", "2", "--bench-prefill", "4",
+               "--bench-decode", "8", "--cache", "f16", "--decoder-name", "the solution"])
+    if out.returncode != 0:
+        failures.append(f"--bench: exit {out.returncode}: {out.stderr.strip()}")
+    else:
+        bench = json.loads(out.stdout)
+        if bench["file_bytes"] != os.path.getsize(q4) or not 0 < bench["weight_bytes_per_token"] <= bench["file_bytes"]:
+            failures.append(f"--bench: file {bench['file_bytes']} and weight bytes {bench['weight_bytes_per_token']} "
+                            f"for a {os.path.getsize(q4)}-byte file")
+        if [r["threads"] for r in bench["runs"]] != [1, 2]:
+            failures.append(f"--bench: runs for threads {[r['threads'] for r in bench['runs']]}, not [1, 2]")
+        for r in bench["runs"]:
+            rates = r["prefill_tokens_per_second"] + r["decode_tokens_per_second"]
+            if len(rates) != 4 or not all(x > 0 for x in rates):
+                failures.append(f"--bench, {r['threads']} threads: rates {rates}")
+            if r.get("decode_allocations", 0) != 0:
+                failures.append(f"--bench, {r['threads']} threads: decode steps allocated {r['decode_allocations']} times")
+            if r.get("huge_page_bytes", 0) > bench["peak_rss_bytes"]:
+                failures.append(f"--bench, {r['threads']} threads: {r['huge_page_bytes']} bytes on huge pages, more "
+                                f"than the peak resident {bench['peak_rss_bytes']}")
 
     # The untouched starter, on a copy of the tree's starters.
     with tempfile.TemporaryDirectory() as temp:
