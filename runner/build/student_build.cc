@@ -31,6 +31,7 @@ constexpr size_t kShownCompilerBytes = 16 * 1024;  // at most this much compiler
 constexpr uintmax_t kHashedFileBytes = 1 << 20;    // larger files in the stage folder: size and time
 constexpr size_t kKeptBuildsPerName = 3;           // cached builds kept per stage, tree and harness
 constexpr const char* kHeadersRecord = ".headers"; // beside a build: every file its compile read
+constexpr int kCompileAttempts = 3;                // compiles in a row whose files changed under them
 
 bool ReadAll(const std::string& path, std::string& out) {
   std::ifstream in(path, std::ios::binary);
@@ -192,26 +193,15 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   const fsys::path libraryObjects = library.string() + ".p";
   const bool thinArchive = fsys::is_directory(libraryObjects, ec);
   const fsys::path contracts = fsys::weakly_canonical(fsys::absolute(setup.contractsDir), ec);
-  // The key: everything that changes the executable, every file the compiler may include
-  // but the system's headers, for which the compiler's own file stands in.
-  uint64_t key = HashFolder(sourcePath.parent_path(), 0xcbf29ce484222325ull);
-  key = HashText(sourcePath.string(), key);  // the path appears in debug info and messages
-  key = HashText(libraryBytes, key);
-  if (thinArchive) key = HashFolder(libraryObjects, key);
-  key = HashFolder(contracts, key);
   std::vector<std::string> folders;  // the source folders the code may include from
   for (const std::string& folder : setup.sourceFolders) {
     folders.push_back((fsys::path(setup.sourceRoot) / folder).lexically_normal().string());
-    key = HashFolder(folders.back(), key);
   }
-  for (const auto& arg : setup.linkArgs) key = HashText(arg, key);
   std::vector<std::string> extras;  // absolute paths of the extra sources
   for (const std::string& extra : setup.extraSources) {
     const fsys::path path = fsys::weakly_canonical(fsys::absolute(extra), ec);
     if (ec || !fsys::is_regular_file(path)) return BadUsage(fmt::format("{}: no such stage file", extra));
     extras.push_back(path.string());
-    key = HashText(path.string(), key);
-    key = HashFolder(path.parent_path(), key);
   }
   // The prelude's two files, when this build has them: a .gch that is missing or out of
   // date is not an error, since GCC then reads the header itself.
@@ -220,10 +210,28 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   if (!prelude.empty() && fsys::is_regular_file(prelude, ec)) {
     preludeFiles.push_back(prelude.string());
     if (fsys::is_regular_file(prelude.string() + ".gch", ec)) preludeFiles.push_back(prelude.string() + ".gch");
-    for (const auto& file : preludeFiles) key = HashFile(file, key);
   }
-  for (const auto& part : setup.compiler) key = HashText(part, key);
-  for (const auto& flag : setup.flags) key = HashText(flag, key);
+  // The key: everything that changes the executable, every file the compiler may include
+  // but the system's headers, for which the compiler's own file stands in. It is taken
+  // again after a compile: a file saved while the compiler ran may or may not be in the
+  // build, which then belongs to no key and is not kept.
+  auto currentKey = [&] {
+    uint64_t key = HashFolder(sourcePath.parent_path(), 0xcbf29ce484222325ull);
+    key = HashText(sourcePath.string(), key);  // the path appears in debug info and messages
+    key = HashText(libraryBytes, key);
+    if (thinArchive) key = HashFolder(libraryObjects, key);
+    key = HashFolder(contracts, key);
+    for (const std::string& folder : folders) key = HashFolder(folder, key);
+    for (const auto& arg : setup.linkArgs) key = HashText(arg, key);
+    for (const std::string& extra : extras) {
+      key = HashText(extra, key);
+      key = HashFolder(fsys::path(extra).parent_path(), key);
+    }
+    for (const auto& file : preludeFiles) key = HashFile(file, key);
+    for (const auto& part : setup.compiler) key = HashText(part, key);
+    for (const auto& flag : setup.flags) key = HashText(flag, key);
+    return key;
+  };
 
   const fsys::path cacheDir = fsys::absolute(setup.cacheDir);
   fsys::create_directories(cacheDir, ec);
@@ -231,86 +239,96 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
     return SystemError(fmt::format("{}: the build cache folder cannot be written: {}", cacheDir.string(),
                                    ec ? ec.message() : std::strerror(errno)));
   }
-  StudentBinary binary;
-  binary.executable = (cacheDir / fmt::format("{}-{:016x}", cacheName, key)).string();
-  if (access(binary.executable.c_str(), X_OK) == 0 && HeadersUnchanged(binary.executable)) {
+  for (int attempt = 1;; ++attempt) {
+    const uint64_t key = currentKey();
+    StudentBinary binary;
+    binary.executable = (cacheDir / fmt::format("{}-{:016x}", cacheName, key)).string();
+    if (access(binary.executable.c_str(), X_OK) == 0 && HeadersUnchanged(binary.executable)) {
+      binary.compiled = true;
+      return binary;
+    }
+
+    // The compiler writes into a folder of its own, which only it (the sandbox uid, when the
+    // runner is root) may write; the build then moves into the cache under its key.
+    auto made = MakeRunFolder(cacheDir.string(), ".compile-");
+    if (!made.ok()) return made.error();
+    const std::string work = *made;
+    struct RemoveWork {
+      std::string path;
+      ~RemoveWork() {
+        std::error_code ignored;
+        fsys::remove_all(path, ignored);
+      }
+    } removeWork{work};
+    const SandboxPlan& sandbox = CurrentSandbox();
+    if (sandbox.dropPrivileges && chown(work.c_str(), kSandboxUid, kSandboxGid) != 0) {
+      return SystemError(fmt::format("{}: cannot hand the folder to the compiler's uid: {}", work, std::strerror(errno)));
+    }
+    const std::string output = work + "/harness";
+    std::vector<std::string> argv = setup.compiler;
+    argv.insert(argv.end(), setup.flags.begin(), setup.flags.end());
+    if (!preludeFiles.empty()) argv.insert(argv.end(), {"-include", preludeFiles[0]});
+    // The whole harness library is linked, not just the members the student's object needs,
+    // so a file that defines `main` or any of the harness's own symbols is a link error
+    // ("multiple definition"), never a silent replacement of the harness.
+    const std::string dependencies = work + "/harness.d";
+    argv.insert(argv.end(), {"-MD", "-MF", dependencies, "-I", contracts.string()});
+    if (!folders.empty()) argv.insert(argv.end(), {"-I", setup.sourceRoot});
+    // The extra sources first: the dependency record GCC writes is the last file's, the stage's own.
+    argv.insert(argv.end(), extras.begin(), extras.end());
+    argv.insert(argv.end(), {sourcePath.string(), "-Wl,--whole-archive", library.string(), "-Wl,--no-whole-archive"});
+    argv.insert(argv.end(), setup.linkArgs.begin(), setup.linkArgs.end());
+    argv.insert(argv.end(), {"-o", output});
+    CompilerView view;
+    view.readOnly = {sourcePath.parent_path().string(), contracts.string(), library.string()};
+    view.readOnly.insert(view.readOnly.end(), folders.begin(), folders.end());
+    for (const std::string& extra : extras) view.readOnly.push_back(fsys::path(extra).parent_path().string());
+    if (thinArchive) view.readOnly.push_back(libraryObjects.string());
+    view.readOnly.insert(view.readOnly.end(), preludeFiles.begin(), preludeFiles.end());
+    view.writable = work;
+    CompileLimits limits;
+    limits.wallSeconds = setup.wallSeconds;
+    auto ran = RunCompiler(argv, view, limits);
+    if (!ran.ok()) return ran.error();
+    // A file saved while the compiler ran may or may not be in what it made (or in its
+    // messages), so that build belongs to no key: it is dropped and the newest files compiled.
+    if (currentKey() != key) {
+      if (attempt < kCompileAttempts) continue;
+      return BadUsage(fmt::format("{}: the stage's files changed during each of {} compiles in a row; check again "
+                                  "once they are saved", source, kCompileAttempts));
+    }
+    binary.diagnostics = TrimCompilerOutput(ran->output, ran->outputBytes);
+    if (ran->timedOut || ran->exitStatus != 0) {
+      const bool cpuLimit = ran->exitStatus == 128 + SIGKILL || ran->exitStatus == 128 + SIGXCPU;
+      binary.stoppedAtLimit = ran->timedOut || cpuLimit;
+      if (ran->timedOut) {
+        binary.diagnostics += fmt::format("The compiler was still running after {:.0f} s, its time limit, and was stopped.\n",
+                                          limits.wallSeconds);
+      } else if (cpuLimit) {
+        binary.diagnostics += "The compiler was stopped at its CPU-time limit.\n";
+      }
+      binary.compiled = false;
+      return binary;
+    }
+    if (sandbox.dropPrivileges && chown(output.c_str(), geteuid(), getegid()) != 0) {
+      return SystemError(fmt::format("{}: cannot take the build back from the compiler's uid: {}", output, std::strerror(errno)));
+    }
+    // The record of what the compile read, stamped by the runner itself (the compiler only
+    // named the files). A build whose record is missing is rebuilt, never trusted.
+    std::string record;
+    for (const std::string& file : ReadDependencies(dependencies)) record += Stamp(file) + "\n";
+    const std::string recordPath = binary.executable + kHeadersRecord;
+    const std::string recordTemporary = work + "/headers";
+    if (record.empty() || !std::ofstream(recordTemporary, std::ios::binary).write(record.data(), record.size())) {
+      return SystemError(fmt::format("{}: cannot record the headers the compile read", recordTemporary));
+    }
+    fsys::rename(recordTemporary, recordPath, ec);
+    if (!ec) fsys::rename(output, binary.executable, ec);
+    if (ec) return SystemError(fmt::format("{}: cannot move the new build into place: {}", binary.executable, ec.message()));
+    PruneOldBuilds(cacheDir, cacheName);
     binary.compiled = true;
     return binary;
   }
-
-  // The compiler writes into a folder of its own, which only it (the sandbox uid, when the
-  // runner is root) may write; the build then moves into the cache under its key.
-  auto made = MakeRunFolder(cacheDir.string(), ".compile-");
-  if (!made.ok()) return made.error();
-  const std::string work = *made;
-  struct RemoveWork {
-    std::string path;
-    ~RemoveWork() {
-      std::error_code ignored;
-      fsys::remove_all(path, ignored);
-    }
-  } removeWork{work};
-  const SandboxPlan& sandbox = CurrentSandbox();
-  if (sandbox.dropPrivileges && chown(work.c_str(), kSandboxUid, kSandboxGid) != 0) {
-    return SystemError(fmt::format("{}: cannot hand the folder to the compiler's uid: {}", work, std::strerror(errno)));
-  }
-  const std::string output = work + "/harness";
-  std::vector<std::string> argv = setup.compiler;
-  argv.insert(argv.end(), setup.flags.begin(), setup.flags.end());
-  if (!preludeFiles.empty()) argv.insert(argv.end(), {"-include", preludeFiles[0]});
-  // The whole harness library is linked, not just the members the student's object needs,
-  // so a file that defines `main` or any of the harness's own symbols is a link error
-  // ("multiple definition"), never a silent replacement of the harness.
-  const std::string dependencies = work + "/harness.d";
-  argv.insert(argv.end(), {"-MD", "-MF", dependencies, "-I", contracts.string()});
-  if (!folders.empty()) argv.insert(argv.end(), {"-I", setup.sourceRoot});
-  // The extra sources first: the dependency record GCC writes is the last file's, the stage's own.
-  argv.insert(argv.end(), extras.begin(), extras.end());
-  argv.insert(argv.end(), {sourcePath.string(), "-Wl,--whole-archive", library.string(), "-Wl,--no-whole-archive"});
-  argv.insert(argv.end(), setup.linkArgs.begin(), setup.linkArgs.end());
-  argv.insert(argv.end(), {"-o", output});
-  CompilerView view;
-  view.readOnly = {sourcePath.parent_path().string(), contracts.string(), library.string()};
-  view.readOnly.insert(view.readOnly.end(), folders.begin(), folders.end());
-  for (const std::string& extra : extras) view.readOnly.push_back(fsys::path(extra).parent_path().string());
-  if (thinArchive) view.readOnly.push_back(libraryObjects.string());
-  view.readOnly.insert(view.readOnly.end(), preludeFiles.begin(), preludeFiles.end());
-  view.writable = work;
-  CompileLimits limits;
-  limits.wallSeconds = setup.wallSeconds;
-  auto ran = RunCompiler(argv, view, limits);
-  if (!ran.ok()) return ran.error();
-  binary.diagnostics = TrimCompilerOutput(ran->output, ran->outputBytes);
-  if (ran->timedOut || ran->exitStatus != 0) {
-    const bool cpuLimit = ran->exitStatus == 128 + SIGKILL || ran->exitStatus == 128 + SIGXCPU;
-    binary.stoppedAtLimit = ran->timedOut || cpuLimit;
-    if (ran->timedOut) {
-      binary.diagnostics += fmt::format("The compiler was still running after {:.0f} s, its time limit, and was stopped.\n",
-                                        limits.wallSeconds);
-    } else if (cpuLimit) {
-      binary.diagnostics += "The compiler was stopped at its CPU-time limit.\n";
-    }
-    binary.compiled = false;
-    return binary;
-  }
-  if (sandbox.dropPrivileges && chown(output.c_str(), geteuid(), getegid()) != 0) {
-    return SystemError(fmt::format("{}: cannot take the build back from the compiler's uid: {}", output, std::strerror(errno)));
-  }
-  // The record of what the compile read, stamped by the runner itself (the compiler only
-  // named the files). A build whose record is missing is rebuilt, never trusted.
-  std::string record;
-  for (const std::string& file : ReadDependencies(dependencies)) record += Stamp(file) + "\n";
-  const std::string recordPath = binary.executable + kHeadersRecord;
-  const std::string recordTemporary = work + "/headers";
-  if (record.empty() || !std::ofstream(recordTemporary, std::ios::binary).write(record.data(), record.size())) {
-    return SystemError(fmt::format("{}: cannot record the headers the compile read", recordTemporary));
-  }
-  fsys::rename(recordTemporary, recordPath, ec);
-  if (!ec) fsys::rename(output, binary.executable, ec);
-  if (ec) return SystemError(fmt::format("{}: cannot move the new build into place: {}", binary.executable, ec.message()));
-  PruneOldBuilds(cacheDir, cacheName);
-  binary.compiled = true;
-  return binary;
 }
 
 }  // namespace wb

@@ -6,7 +6,8 @@
 // cannot run. A build is reused while the stage folder, the contract headers, the prelude,
 // the flags and the harness library are unchanged (its key), and every file its compile read,
 // the system's headers included, has the size and time it had then (a record beside it);
-// so a re-run after no edit costs nothing.
+// so a re-run after no edit costs nothing. A compile during which those files changed is
+// no build of either text: it is dropped and the newest files compiled (three tries).
 #pragma once
 
 #include <string>

@@ -155,28 +155,63 @@ def main():
         check(report(results).get("status") == "fail" and "before decoder_block was even called" in results["text"][1],
               "constructor-exits: reported as the student's code ending the process before the call")
 
-        # 9. Two checks of one tree at once: the second edits the file and rebuilds while the
-        # first runs; each must grade its own build.
+        # 9. Two checks of one tree at once: the second edits the file and rebuilds once the
+        # first's build is in place; each must grade its own build. The first's compile is
+        # watched by its own folder (.compile-PID-...), since other tests share the cache.
+        cache = os.path.join(os.path.dirname(os.path.abspath(workbook)), "student")
+
+        def compiling(pid):
+            prefix = f".compile-{pid}-"
+            return os.path.isdir(cache) and any(n.startswith(prefix) for n in os.listdir(cache))
+
+        def start_check(tree):
+            return subprocess.Popen([workbook, "check", "1", "--stages-dir", tree, "--format", "json"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        def wait_until(condition, process):
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and process.poll() is None and not condition():
+                time.sleep(0.01)
+            return condition()
+
+        def status_of(text):
+            return json.loads(text).get("status") if text.strip().startswith("{") else None
+
         tree = os.path.join(work, "concurrent", "stages")
         stage = os.path.join(tree, "01-block")
         os.makedirs(stage)
         open(os.path.join(stage, "block.cc"), "w").write(solution_text)
-        cache = os.path.join(os.path.dirname(os.path.abspath(workbook)), "student")
-        before = set(os.listdir(cache)) if os.path.isdir(cache) else set()
-        first = subprocess.Popen([workbook, "check", "1", "--stages-dir", tree, "--format", "json"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and first.poll() is None:
-            if os.path.isdir(cache) and set(os.listdir(cache)) - before - {n for n in os.listdir(cache) if n.startswith(".")}:
-                break
-            time.sleep(0.05)
+        first = start_check(tree)
+        began = wait_until(lambda: compiling(first.pid), first)
+        ended = wait_until(lambda: not compiling(first.pid), first)
         open(os.path.join(stage, "block.cc"), "w").write(wrapped("  output[0] += 1.0f;"))
         second = subprocess.run([workbook, "check", "1", "--stages-dir", tree, "--format", "json"],
                                 capture_output=True, text=True, timeout=600)
         out, _ = first.communicate(timeout=600)
-        statuses = [json.loads(text).get("status") if text.strip().startswith("{") else None
-                    for text in (out, second.stdout)]
-        check(statuses == ["pass", "fail"], f"concurrent: each check graded its own build ({statuses})")
+        statuses = [status_of(text) for text in (out, second.stdout)]
+        check(began and ended and statuses == ["pass", "fail"],
+              f"concurrent: each check graded its own build ({statuses}; the first's compile seen: {began}, {ended})")
+
+        # 9b. The file saved while the compiler runs: what the compiler made may hold either
+        # text, so it is no build of either; the check compiles again and grades the newest.
+        # The first text makes the compiler work for seconds (two constant evaluations of
+        # about a second each here), so the edit lands after it read the file.
+        edited = os.path.join(work, "edit-while-compiling", "stages")
+        os.makedirs(os.path.join(edited, "01-block"))
+        edited_file = os.path.join(edited, "01-block", "block.cc")
+        slow = "".join(f"constexpr long Spin{k}() {{ long s = 0; for (long i = 0; i < 1000; ++i) "
+                       f"for (long j = 0; j < 1000; ++j) s += i ^ (j + {k}); return s; }}\n"
+                       f"static_assert(Spin{k}() != 1);\n" for k in range(2))
+        open(edited_file, "w").write(slow + solution_text)
+        first = start_check(edited)
+        began = wait_until(lambda: compiling(first.pid), first)
+        time.sleep(1.0)
+        during = compiling(first.pid)
+        open(edited_file, "w").write(wrapped("  output[0] += 1.0f;"))
+        out, err = first.communicate(timeout=600)
+        check(began and during and status_of(out) == "fail",
+              f"edit-while-compiling: the check graded the file as saved last ({status_of(out)}; "
+              f"the compile seen: {began}, still running at the edit: {during}; {err.strip()[:160]})")
 
         # 10. A case file whose scales overflow the reference: bad case data, not a grade.
         huge = os.path.join(secret, "huge.json")
@@ -207,8 +242,15 @@ def main():
         # 12. The cache trusts a build only while every file its compile read (the system's
         # headers too) is as it was: a record that no longer matches means a rebuild.
         source = os.path.join(stage, "block.cc")
+
+        def text_of(path):  # other tests share the cache, and prune their own builds meanwhile
+            try:
+                return open(path).read()
+            except FileNotFoundError:
+                return ""
+
         records = sorted((os.path.join(cache, n) for n in os.listdir(cache) if n.endswith(".headers")
-                          and source in open(os.path.join(cache, n)).read()), key=os.path.getmtime)[-1:]
+                          and source in text_of(os.path.join(cache, n))), key=os.path.getmtime)[-1:]
         check(len(records) == 1 and any("/usr/include/" in line for line in open(records[0])),
               f"headers: the newest build of this tree has a record of what it read, system headers included")
         if len(records) == 1:
