@@ -5,7 +5,7 @@
 // on stage 5's visible suite first (a wrong decoder's speed means nothing); then, on the
 // same machine in the same run:
 //   - the probe: the read bandwidth over a buffer twice the last-level cache, on 1 and 2
-//     threads (stage 4's yardstick, runner/stages/04-quant/bench_probe.h);
+//     threads (stage 4's yardstick, runner/stages/bench_support.h);
 //   - each model (--model, or by default a TinyLlama-1.1B-shaped model with random weights in
 //     Q4_0 and Q8_0, written once into build/bench-models/ by make-tinyllama-gguf; F16 goes
 //     through the provided kernels' dequantising path at under 1 token/s on two cores, which
@@ -37,7 +37,7 @@
 #include "runner/engine/check.h"
 #include "runner/engine/paths.h"
 #include "runner/report/renderers.h"
-#include "runner/stages/04-quant/bench_probe.h"
+#include "runner/stages/bench_support.h"
 #include "runner/stages/04-quant/stage04_paths.h"
 
 namespace wb::cli {
@@ -80,7 +80,7 @@ Expected<std::vector<std::string>> DefaultModels(const WorkbookPaths& paths, std
     if (!fs::exists(file)) {
       std::fprintf(progress, "bench: writing %s (once; random weights in TinyLlama-1.1B's shape)\n", file.c_str());
       std::fflush(progress);
-      auto made = stage04::RunJsonProgram(
+      auto made = RunJsonProgram(
           {paths.Build("reference/fixtures/make-tinyllama-gguf"), file.string(), "--layers", "22", "--type", type},
           fmt::format("make-tinyllama-gguf ({})", type), 900);
       if (!made) return made.error();
@@ -188,7 +188,7 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
   // The probe, measured before the first model and again after each: a model's share is of
   // the mean of the two probes around its runs, so a machine whose other load changes during
   // the bench is compared with what it gave while that model ran.
-  auto cache = stage04::LastLevelCache();
+  auto cache = LastLevelCache();
   if (!cache) return ReportError(cache.error());
   // The probe's buffer lives where the model's weights do: private anonymous memory with huge
   // pages asked for (the generate program reads the file into such memory, mapped_file.h).
@@ -197,7 +197,7 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
   uint64_t probeHugeBytes = 0;             // of which on huge pages
   using ProbeRates = std::array<double, 2>;  // GB/s on 1 and 2 threads
   auto measureProbe = [&]() -> Expected<ProbeRates> {
-    auto probe = stage04::RunJsonProgram({WB_STAGE04_YARDSTICK, "probe", std::to_string(wantedProbeBytes),
+    auto probe = RunJsonProgram({WB_STAGE04_YARDSTICK, "probe", std::to_string(wantedProbeBytes),
                                           fmt::format("{}", kProbeBudgetSeconds), "huge"},
                                          "the bench's yardstick (stage04-yardstick probe)", 300);
     if (!probe) return probe.error();
@@ -237,7 +237,7 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
     std::fflush(stdout);
   }
   for (const std::string& model : models) {
-    auto timed = stage04::RunJsonProgram({program->path, "--model", model, "--bench", "--bench-threads", "1,2",
+    auto timed = RunJsonProgram({program->path, "--model", model, "--bench", "--bench-threads", "1,2",
                                           "--bench-repeats", std::to_string(o.repeats), "--cache", "f16",
                                           "--decoder-name", program->decoderName},
                                          fmt::format("the decoder's bench on {}", model), 3600);

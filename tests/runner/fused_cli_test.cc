@@ -54,6 +54,12 @@ TEST_CASE("bench 3 --solutions prints every figure, against OpenBLAS at its best
     CHECK(Positive(report["probe"]["fma_peak_gflops"][t]));
     CHECK(Positive(report["probe"]["read_bandwidth_gbs"][t]));
   }
+  // The bandwidth is read over twice the last-level cache, here the size the test sets
+  // (WB_BENCH_LLC_BYTES, tests/runner/meson.build), and the report says where it came from.
+  const uint64_t cache = std::stoull(wbtest::Env("WB_BENCH_LLC_BYTES"));
+  CHECK(report["cache"]["bytes"] == cache);
+  CHECK(report["cache"]["source"].get<std::string>().find("WB_BENCH_LLC_BYTES") != std::string::npos);
+  CHECK(report["probe"]["read_bytes"] == 2 * cache);
   // The core type used is the fastest of those tried, and named as OpenBLAS names it.
   const auto& blas = report["openblas"];
   REQUIRE(!blas["candidates"].empty());

@@ -25,6 +25,7 @@
 #include "runner/engine/check.h"
 #include "runner/engine/crash_description.h"
 #include "runner/isolation/shared_region.h"
+#include "runner/stages/bench_support.h"
 #include "runner/stages/01-block/block_call.h"
 #include "runner/stages/03-fused/stage03_paths.h"
 
@@ -259,6 +260,8 @@ struct Row {
 struct Machine {
   std::array<double, 2> peak{};       // GFLOP/s, 1 and 2 threads
   std::array<double, 2> bandwidth{};  // GB/s
+  uint64_t probeBytes = 0;            // the buffer the bandwidth was read over
+  CacheSize cache;                    // the last-level cache it is twice the size of
   std::string coreType;               // the OPENBLAS_CORETYPE used ("" its own choice)
   std::string coreName;               // openblas_get_corename()
   std::string config;                 // openblas_get_config()
@@ -283,6 +286,8 @@ void PrintText(const Machine& m, const std::vector<Row>& rows, const std::vector
   std::printf("Stage 3 bench: %s on this machine\n", o.source.c_str());
   std::printf("  probe: f32 FMA peak %.1f GFLOP/s on 1 thread, %.1f on 2; read bandwidth %.1f GB/s on 1, %.1f on 2\n",
               m.peak[0], m.peak[1], m.bandwidth[0], m.bandwidth[1]);
+  std::printf("  (read over %s, twice the last-level cache: %s, from %s)\n", Mebibytes(m.probeBytes).c_str(),
+              Mebibytes(m.cache.bytes).c_str(), m.cache.source.c_str());
   std::string tried;
   for (const auto& [type, gflops] : m.candidates) {
     tried += fmt::format("{}{} {:.1f}", tried.empty() ? "" : ", ", type.empty() ? "(its own choice)" : type, gflops);
@@ -328,7 +333,9 @@ json ToJson(const Machine& m, const std::vector<Row>& rows, const std::vector<Ve
   json root;
   root["stage"] = 3;
   root["source"] = o.source;
-  root["probe"] = {{"fma_peak_gflops", m.peak}, {"read_bandwidth_gbs", m.bandwidth}, {"threads", {1, 2}}};
+  root["probe"] = {{"fma_peak_gflops", m.peak}, {"read_bandwidth_gbs", m.bandwidth}, {"threads", {1, 2}},
+                   {"read_bytes", m.probeBytes}};
+  root["cache"] = {{"bytes", m.cache.bytes}, {"source", m.cache.source}};
   json candidates = json::array();
   for (const auto& [type, gflops] : m.candidates) candidates.push_back({{"coretype", type}, {"sgemm_gflops", gflops}});
   root["openblas"] = {{"coretype", m.coreType}, {"corename", m.coreName}, {"config", m.config},
@@ -513,15 +520,25 @@ Expected<int> RunFusedBench(const PackedWeights& weights, const BenchOptions& o,
   };
 
   // The machine, then OpenBLAS at its best.
+  // The probe reads a buffer twice the last-level cache, so that it reads memory, not the
+  // cache (as stage 4's and stage 5's benches do).
   Machine machine;
-  note("bench: probing this machine's FMA peak and read bandwidth ...");
-  auto probe = RunYardstick({"probe", fmt::format("{}", std::max(0.2, budget))}, "", 120);
+  auto cache = LastLevelCache();
+  if (!cache.ok()) return cache.error();
+  machine.cache = *cache;
+  note(fmt::format("bench: last-level cache {} ({}); probing this machine's FMA peak, and the read bandwidth over {} ...",
+                   Mebibytes(machine.cache.bytes), machine.cache.source, Mebibytes(2 * machine.cache.bytes)));
+  auto probe = RunYardstick({"probe", fmt::format("{}", std::max(0.2, budget)), std::to_string(2 * machine.cache.bytes)},
+                            "", 300);
   if (!probe.ok()) return probe.error();
-  if (!probe->ok) return InternalError("the bench's probe (stage03-yardstick probe) failed: rebuild the workbook");
+  if (!probe->ok || !probe->result["read_bytes"].is_number_unsigned()) {
+    return InternalError("the bench's probe (stage03-yardstick probe) failed: rebuild the workbook");
+  }
   for (int t = 0; t < 2; ++t) {
     machine.peak[t] = probe->result["fma_peak_gflops"][t].get<double>();
     machine.bandwidth[t] = probe->result["read_bandwidth_gbs"][t].get<double>();
   }
+  machine.probeBytes = probe->result["read_bytes"].get<uint64_t>();
   note("bench: finding OpenBLAS's fastest core type on this CPU ...");
   double best = 0;
   for (const char* type : kCoreTypes) {

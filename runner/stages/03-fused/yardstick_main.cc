@@ -1,8 +1,9 @@
 // stage03-yardstick: what stage 3's bench measures the student's kernels against, on the
 // same machine in the same run (runner/stages/03-fused/bench_driver.cc starts it):
 //
-//   stage03-yardstick probe BUDGET             the machine's f32 FMA peak and read bandwidth,
-//                                              on 1 and 2 threads
+//   stage03-yardstick probe BUDGET [BYTES]     the machine's f32 FMA peak, and the read
+//                                              bandwidth over a BYTES buffer (256 MiB when
+//                                              not given), on 1 and 2 threads
 //   stage03-yardstick corename                 OpenBLAS's core type and one timed sgemm
 //                                              (512 x 768 x 512, one thread): the driver
 //                                              starts it once per OPENBLAS_CORETYPE candidate
@@ -72,13 +73,20 @@ double FmaPeak(int threads, double budget) {
   return flops / timing.fastest / 1e9;  // the peak: the best run, not the median
 }
 
-// Read bandwidth: every thread sums its share of a buffer eight times the size of the last
-// cache level this machine is likely to have (256 MiB), four vectors at a time. The buffer is
-// held as vectors so that it starts on a 64-byte boundary: a float vector from malloc starts
-// 16 bytes into a line, every 64-byte load then straddles two lines, and on this project's
-// machine that read 28 GB/s on one thread where aligned loads read 37.
-double ReadBandwidth(int threads, double budget) {
-  const size_t floats = size_t{64} << 20;
+// Read bandwidth: every thread sums its share of a buffer larger than the last-level cache
+// (the bench asks for twice its size), four vectors at a time. The buffer is held as vectors
+// so that it starts on a 64-byte boundary: a float vector from malloc starts 16 bytes into a
+// line, every 64-byte load then straddles two lines, and on this project's machine that read
+// 28 GB/s on one thread where aligned loads read 37.
+constexpr size_t kDefaultProbeBytes = size_t{256} << 20;
+constexpr size_t kProbeStepFloats = 2 * 64;  // both threads' shares whole steps of 64 floats
+
+// BYTES rounded up to whole steps of both threads, so that each share is exactly half.
+size_t ProbeFloats(size_t bytes) {
+  return (bytes / sizeof(float) + kProbeStepFloats - 1) / kProbeStepFloats * kProbeStepFloats;
+}
+
+double ReadBandwidth(int threads, double budget, size_t floats) {
   const std::vector<Vec> vectors(floats / (sizeof(Vec) / sizeof(float)), Vec{} + 1.0f);
   const float* data = reinterpret_cast<const float*>(vectors.data());
   float sink = 0;
@@ -206,7 +214,7 @@ json TimingJson(const wb::stage03::Timing& t) {
 }
 
 int Usage() {
-  std::fprintf(stderr, "usage: stage03-yardstick probe BUDGET | corename | measure T THREADS BUDGET\n");
+  std::fprintf(stderr, "usage: stage03-yardstick probe BUDGET [BYTES] | corename | measure T THREADS BUDGET\n");
   return 2;
 }
 
@@ -216,10 +224,14 @@ int main(int argc, char** argv) {
   if (argc < 2) return Usage();
   const std::string mode = argv[1];
   json result;
-  if (mode == "probe" && argc == 3) {
+  if (mode == "probe" && (argc == 3 || argc == 4)) {
     const double budget = std::atof(argv[2]);
+    const double bytes = argc == 4 ? std::atof(argv[3]) : static_cast<double>(kDefaultProbeBytes);
+    if (!(budget > 0) || !(bytes >= 1) || bytes > 0x1p40) return Usage();
+    const size_t floats = ProbeFloats(static_cast<size_t>(bytes));
     result["fma_peak_gflops"] = {FmaPeak(1, budget), FmaPeak(2, budget)};
-    result["read_bandwidth_gbs"] = {ReadBandwidth(1, budget), ReadBandwidth(2, budget)};
+    result["read_bandwidth_gbs"] = {ReadBandwidth(1, budget, floats), ReadBandwidth(2, budget, floats)};
+    result["read_bytes"] = floats * sizeof(float);
   } else if (mode == "corename" && argc == 2) {
     openblas_set_num_threads(1);
     const int T = 512, out = 768, in = 512;

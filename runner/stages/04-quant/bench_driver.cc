@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_call.h"
-#include "bench_probe.h"
+#include "runner/stages/bench_support.h"
 #include "reference/block/block_shape.h"
 #include "reference/gen/block_data.h"
 #include "runner/engine/case_verdict.h"
@@ -46,7 +46,7 @@ constexpr std::array<int, 2> kThreadCounts = {1, 2};
 constexpr double kDefaultBudget = 0.5;  // seconds per measurement: a Q8_0 decode on one
                                         // thread cycles its copies a few times in it
 
-// --- how much memory is "larger than the cache": LastLevelCache (bench_probe.h) ---------------
+// --- how much memory is "larger than the cache": LastLevelCache (runner/stages/bench_support.h) ---------------
 
 // The sizes the cache decides: the probe's buffer and how many copies of each decode matrix
 // make at least twice the cache (at least one copy, which then is that large by itself).
@@ -96,10 +96,8 @@ std::string TimeRange(const Timing& t) {
   return fmt::format("{:.2f} {} ({:.2f}-{:.2f})", t.median / unit, name, t.fastest / unit, t.slowest / unit);
 }
 
-std::string Mebibytes(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
-
 // --- the yardstick: trusted, started outside the sandbox -----------------------------------
-// Runs stage04-yardstick with `args` and returns the JSON object it prints (bench_probe.h),
+// Runs stage04-yardstick with `args` and returns the JSON object it prints (runner/stages/bench_support.h),
 // checked to hold a timing per thread count.
 Expected<json> RunYardstick(const std::vector<std::string>& args, double timeoutSeconds) {
   std::vector<std::string> argv = {WB_STAGE04_YARDSTICK};

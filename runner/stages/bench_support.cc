@@ -1,4 +1,4 @@
-#include "runner/stages/04-quant/bench_probe.h"
+#include "runner/stages/bench_support.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,9 +15,9 @@
 
 #include <fmt/format.h>
 
-namespace wb::stage04 {
+namespace wb {
 // The runner is a unity build: the helpers live in a namespace of their own.
-namespace bench_probe {
+namespace bench_support {
 namespace {
 
 constexpr uint64_t kFallbackCacheBytes = uint64_t{32} << 20;
@@ -66,10 +66,10 @@ CacheSize SysfsLastLevelCache() {
 }
 
 }  // namespace
-}  // namespace bench_probe
+}  // namespace bench_support
 
 Expected<CacheSize> LastLevelCache() {
-  using namespace bench_probe;
+  using namespace bench_support;
   if (const char* forced = std::getenv(kCacheOverride); forced != nullptr && *forced != '\0') {
     char* end = nullptr;
     const unsigned long long bytes = std::strtoull(forced, &end, 10);
@@ -82,6 +82,8 @@ Expected<CacheSize> LastLevelCache() {
   }
   return CacheSize{kFallbackCacheBytes, "a fixed 32 MiB: neither sysfs nor sysconf reports a cache"};
 }
+
+std::string Mebibytes(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
 Expected<ProgramOutput> RunJsonProgram(std::vector<std::string> argv, const std::string& what,
                                         double timeoutSeconds) {
@@ -127,4 +129,4 @@ Expected<ProgramOutput> RunJsonProgram(std::vector<std::string> argv, const std:
   return result;
 }
 
-}  // namespace wb::stage04
+}  // namespace wb

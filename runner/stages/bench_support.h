@@ -1,4 +1,4 @@
-// What the benches of stages 4 and 5 share: how large "larger than the last-level cache" is,
+// What the benches of stages 3, 4 and 5 share: how large "larger than the last-level cache" is,
 // and running a trusted helper program (the yardstick, the generate program's bench mode)
 // that prints one JSON object.
 //
@@ -9,7 +9,8 @@
 // RunJsonProgram() runs argv (argv[0] a path) with this process's stderr, for at most
 // timeoutSeconds (then kills it), and returns its exit status (128 + the signal when one
 // ended it) and what it printed on stdout parsed as JSON (null when that is not JSON); an
-// error, naming `what`, only when it cannot start or runs past the time.
+// error, naming `what`, only when it cannot start or runs past the time. Mebibytes() writes
+// a byte count as "12.5 MiB".
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,7 @@
 
 #include "common/expected.h"
 
-namespace wb::stage04 {
+namespace wb {
 
 struct CacheSize {
   uint64_t bytes = 0;
@@ -29,10 +30,12 @@ struct CacheSize {
 
 Expected<CacheSize> LastLevelCache();
 
+std::string Mebibytes(uint64_t bytes);
+
 struct ProgramOutput {
   int exitStatus = 0;
   nlohmann::json json;  // null when stdout was not JSON
 };
 Expected<ProgramOutput> RunJsonProgram(std::vector<std::string> argv, const std::string& what, double timeoutSeconds);
 
-}  // namespace wb::stage04
+}  // namespace wb
