@@ -85,11 +85,15 @@ Expected<CacheSize> LastLevelCache() {
 
 std::string Mebibytes(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
-Expected<ProgramOutput> RunJsonProgram(std::vector<std::string> argv, const std::string& what,
-                                        double timeoutSeconds) {
+Expected<ProgramOutput> RunJsonProgram(std::vector<std::string> argv, const std::string& what, double timeoutSeconds,
+                                        const std::vector<std::string>* environment, bool dropStderr) {
   std::vector<char*> pointers;
   for (std::string& a : argv) pointers.push_back(a.data());
   pointers.push_back(nullptr);
+  std::vector<std::string> variables = environment != nullptr ? *environment : std::vector<std::string>();
+  std::vector<char*> variablePointers;
+  for (std::string& v : variables) variablePointers.push_back(v.data());
+  variablePointers.push_back(nullptr);
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) return SystemError(fmt::format("cannot start {}: no pipe", what));
   std::fflush(nullptr);  // nothing buffered here is printed twice by the child's copy
@@ -97,7 +101,15 @@ Expected<ProgramOutput> RunJsonProgram(std::vector<std::string> argv, const std:
   if (pid < 0) return SystemError(fmt::format("cannot start {}: fork failed", what));
   if (pid == 0) {
     dup2(out[1], STDOUT_FILENO);
-    execv(pointers[0], pointers.data());
+    if (dropStderr) {
+      const int null = open("/dev/null", O_WRONLY);
+      if (null >= 0) dup2(null, STDERR_FILENO);
+    }
+    if (environment != nullptr) {
+      execve(pointers[0], pointers.data(), variablePointers.data());
+    } else {
+      execv(pointers[0], pointers.data());
+    }
     _exit(127);
   }
   close(out[1]);

@@ -6,7 +6,8 @@
 // (/sys/devices/system/cpu/cpu0/cache/index*/), else sysconf(_SC_LEVEL3_CACHE_SIZE), else a
 // fixed 32 MiB, with where the figure came from in words; for the workbook's own tests only,
 // the environment variable WB_BENCH_LLC_BYTES (a byte count) takes its place.
-// RunJsonProgram() runs argv (argv[0] a path) with this process's stderr, for at most
+// RunJsonProgram() runs argv (argv[0] a path) with this process's environment (or
+// `environment`, whole, when given) and stderr (or none, with dropStderr), for at most
 // timeoutSeconds (then kills it), and returns its exit status (128 + the signal when one
 // ended it) and what it printed on stdout parsed as JSON (null when that is not JSON); an
 // error, naming `what`, only when it cannot start or runs past the time. Mebibytes() writes
@@ -36,6 +37,8 @@ struct ProgramOutput {
   int exitStatus = 0;
   nlohmann::json json;  // null when stdout was not JSON
 };
-Expected<ProgramOutput> RunJsonProgram(std::vector<std::string> argv, const std::string& what, double timeoutSeconds);
+Expected<ProgramOutput> RunJsonProgram(std::vector<std::string> argv, const std::string& what, double timeoutSeconds,
+                                        const std::vector<std::string>* environment = nullptr,
+                                        bool dropStderr = false);
 
 }  // namespace wb

@@ -1,14 +1,9 @@
 #include "bench_driver.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -103,51 +98,12 @@ Expected<YardstickRun> RunYardstick(const std::vector<std::string>& args, const 
   env.push_back("OMP_WAIT_POLICY=PASSIVE");
   std::vector<std::string> argv = {WB_STAGE03_YARDSTICK};
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> argvp, envp;
-  for (auto& a : argv) argvp.push_back(a.data());
-  argvp.push_back(nullptr);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return SystemError(fmt::format("cannot start {}: no pipe", argv[0]));
-  const pid_t pid = fork();
-  if (pid < 0) return SystemError(fmt::format("cannot start {}: fork failed", argv[0]));
-  if (pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    const int null = open("/dev/null", O_WRONLY);
-    if (null >= 0) dup2(null, STDERR_FILENO);
-    execve(argvp[0], argvp.data(), envp.data());
-    _exit(127);
-  }
-  close(out[1]);
-  std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
-  bool timedOut = false;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timedOut = true;
-      break;
-    }
-    pollfd p{.fd = out[0], .events = POLLIN, .revents = 0};
-    if (poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000))) <= 0) continue;
-    char buffer[4096];
-    const ssize_t n = read(out[0], buffer, sizeof buffer);
-    if (n <= 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  close(out[0]);
-  if (timedOut) kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  auto ran = RunJsonProgram(argv, fmt::format("the bench's yardstick (stage03-yardstick {})", args.at(0)),
+                            timeoutSeconds, &env, /*dropStderr=*/true);
+  if (!ran.ok()) return ran.error();
   YardstickRun run;
-  if (timedOut || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return run;
-  try {
-    run.result = json::parse(text);
-    run.ok = run.result.is_object();
-  } catch (const json::exception&) {
-    run.ok = false;
-  }
+  run.ok = ran->exitStatus == 0 && ran->json.is_object();
+  if (run.ok) run.result = std::move(ran->json);
   return run;
 }
 
