@@ -91,7 +91,7 @@ Expected<std::vector<std::string>> DefaultModels(const WorkbookPaths& paths, std
   return models;
 }
 
-Status WritePlot(const std::string& path, const json& report) {
+std::string PlotSvg(const json& report) {
   // One bar per model and thread count: decode's share of the probe's bandwidth, with the 80 %
   // line the lesson asks for.
   std::vector<std::pair<std::string, double>> bars;
@@ -123,18 +123,7 @@ Status WritePlot(const std::string& path, const json& report) {
   svg += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#c33\" stroke-dasharray=\"4 3\"/>\n"
                      "<text x=\"{0:.1f}\" y=\"{3}\" fill=\"#c33\" text-anchor=\"middle\">80 %</text>\n</svg>\n",
                      eighty, top, height - 30, height - 14);
-  const std::string temporary = path + ".partial";
-  std::FILE* f = std::fopen(temporary.c_str(), "w");
-  if (f == nullptr) return BadUsage(fmt::format("{}: cannot write the plot", path));
-  const bool written = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
-  if (std::fclose(f) != 0 || !written) {
-    std::remove(temporary.c_str());
-    return SystemError(fmt::format("{}: cannot write the plot", path));
-  }
-  std::error_code ec;
-  fs::rename(temporary, path, ec);
-  if (ec) return SystemError(fmt::format("{}: cannot write the plot: {}", path, ec.message()));
-  return Status::Ok();
+  return svg;
 }
 
 }  // namespace
@@ -144,10 +133,7 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
   std::FILE* progress = o.format == "json" ? stderr : stdout;
   if (o.mine && o.solutions) return ReportUsageError("--mine and --solutions: choose one");
   if (!o.plot.empty()) {  // refused before anything is measured
-    std::FILE* f = std::fopen((o.plot + ".partial").c_str(), "w");
-    if (f == nullptr) return ReportUsageError(fmt::format("{}: cannot write the plot there", o.plot));
-    std::fclose(f);
-    std::remove((o.plot + ".partial").c_str());
+    if (Status writable = CheckPlotWritable(o.plot); !writable.ok()) return ReportError(writable.error());
   }
   if (!o.model.empty() && !fs::exists(o.model)) {
     return ReportUsageError(fmt::format("{}: no such model file or folder", o.model));
@@ -310,7 +296,7 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
                 o.repeats);
   }
   if (!o.plot.empty()) {
-    if (Status s = WritePlot(o.plot, report); !s.ok()) return ReportError(s.error());
+    if (Status s = WritePlot(o.plot, PlotSvg(report)); !s.ok()) return ReportError(s.error());
     std::fprintf(progress, "bench: wrote %s\n", o.plot.c_str());
   }
   return kExitPass;

@@ -85,6 +85,31 @@ Expected<CacheSize> LastLevelCache() {
 
 std::string Mebibytes(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
+Status CheckPlotWritable(const std::string& path) {
+  const std::string temporary = path + ".partial";
+  if (!std::ofstream(temporary, std::ios::binary | std::ios::trunc)) {
+    return BadUsage(fmt::format("--plot {}: cannot write there", path));
+  }
+  std::remove(temporary.c_str());
+  return Status::Ok();
+}
+
+Status WritePlot(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".partial";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out.write(text.data(), static_cast<std::streamsize>(text.size())) || !out.flush()) {
+      std::remove(temporary.c_str());
+      return BadUsage(fmt::format("--plot {}: cannot write the file", path));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return BadUsage(fmt::format("--plot {}: cannot write the file", path));
+  }
+  return Status::Ok();
+}
+
 Expected<ProgramOutput> RunJsonProgram(std::vector<std::string> argv, const std::string& what, double timeoutSeconds,
                                         const std::vector<std::string>* environment, bool dropStderr) {
   std::vector<char*> pointers;

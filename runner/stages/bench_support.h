@@ -11,7 +11,10 @@
 // timeoutSeconds (then kills it), and returns its exit status (128 + the signal when one
 // ended it) and what it printed on stdout parsed as JSON (null when that is not JSON); an
 // error, naming `what`, only when it cannot start or runs past the time. Mebibytes() writes
-// a byte count as "12.5 MiB".
+// a byte count as "12.5 MiB". A bench's --plot: CheckPlotWritable() refuses a path it cannot
+// write before anything is measured (trying PATH.partial, then removing it), and WritePlot()
+// writes the file whole or not at all (PATH.partial, then a rename); both errors are
+// BadUsage, naming the option and the path.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +35,9 @@ struct CacheSize {
 Expected<CacheSize> LastLevelCache();
 
 std::string Mebibytes(uint64_t bytes);
+
+Status CheckPlotWritable(const std::string& path);
+Status WritePlot(const std::string& path, const std::string& text);
 
 struct ProgramOutput {
   int exitStatus = 0;

@@ -18,35 +18,20 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench_test_support.h"
 #include "run_command.h"
 
 using nlohmann::json;
 using wbtest::Env;
+using wbtest::Parse;
+using wbtest::Positive;
 using wbtest::Quote;
 using wbtest::ReadFile;
 using wbtest::Workbook;
 
 namespace {
 
-std::filesystem::path Scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / fmt::format("wb-quant-bench-{}-{}", getpid(), name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-json Parse(const std::string& text) {
-  try {
-    return json::parse(text);
-  } catch (const json::exception&) {
-    FAIL("not JSON: " << text);
-    return {};
-  }
-}
-
-bool Positive(const json& value) {
-  return value.is_number() && std::isfinite(value.get<double>()) && value.get<double>() > 0;
-}
+std::filesystem::path Scratch(const std::string& name) { return wbtest::Scratch("quant-bench", name); }
 
 // A timing as the bench reports it: Measure's median of at least 3 runs, between its fastest
 // and its slowest.

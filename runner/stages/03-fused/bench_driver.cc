@@ -6,7 +6,6 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -429,23 +428,6 @@ std::string Svg(const Machine& m, const std::vector<Row>& rows, const BenchOptio
   return svg;
 }
 
-// Writes the file whole, or not at all: a temporary beside it, then a rename.
-Status WriteWhole(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".partial";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out.write(text.data(), static_cast<std::streamsize>(text.size()))) {
-      std::remove(temporary.c_str());
-      return BadUsage(fmt::format("--plot {}: cannot write the file", path));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return BadUsage(fmt::format("--plot {}: cannot write the file", path));
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 double FusedBlockFlops(int T) {
@@ -461,12 +443,8 @@ Expected<int> RunFusedBench(const PackedWeights& weights, const BenchOptions& o,
   for (int T : tokens) {
     if (T < 1 || T > kBenchLargestT) return BadUsage(fmt::format("--tokens: {} is not a T from 1 to {}", T, kBenchLargestT));
   }
-  if (!o.plotPath.empty()) {
-    // Fail before a minute of measuring, not after.
-    std::ofstream probe(o.plotPath + ".partial", std::ios::binary | std::ios::trunc);
-    if (!probe) return BadUsage(fmt::format("--plot {}: cannot write there", o.plotPath));
-    probe.close();
-    std::remove((o.plotPath + ".partial").c_str());
+  if (!o.plotPath.empty()) {  // refused before a minute of measuring, not after
+    if (auto writable = CheckPlotWritable(o.plotPath); !writable.ok()) return writable.error();
   }
   const double budget = o.budgetSeconds > 0 ? o.budgetSeconds : kDefaultBudget;
   std::FILE* progress = o.format == "json" ? stderr : stdout;
@@ -602,7 +580,7 @@ Expected<int> RunFusedBench(const PackedWeights& weights, const BenchOptions& o,
     PrintText(machine, rows, versions, o);
   }
   if (!o.plotPath.empty()) {
-    if (auto written = WriteWhole(o.plotPath, Svg(machine, rows, o)); !written.ok()) return written.error();
+    if (auto written = WritePlot(o.plotPath, Svg(machine, rows, o)); !written.ok()) return written.error();
     std::fprintf(progress, "bench: the figures are in %s\n", o.plotPath.c_str());
   }
   return 0;

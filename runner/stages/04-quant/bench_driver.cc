@@ -14,7 +14,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <span>
 #include <string>
 #include <utility>
@@ -521,23 +520,6 @@ std::string Svg(const Figures& f, const BenchOptions& o) {
   return svg;
 }
 
-// Writes the file whole, or not at all: a temporary beside it, then a rename.
-Status WriteWhole(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".partial";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out.write(text.data(), static_cast<std::streamsize>(text.size())) || !out.flush()) {
-      std::remove(temporary.c_str());
-      return BadUsage(fmt::format("--plot {}: cannot write the file", path));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return BadUsage(fmt::format("--plot {}: cannot write the file", path));
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 }  // namespace quant_bench
 
@@ -550,12 +532,8 @@ Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, 
   for (const char* name : kBlockSets) {
     if (!sets.contains(name)) return InternalError(fmt::format("the bench needs weight set {}, which was not loaded", name));
   }
-  if (!o.plotPath.empty()) {
-    // Fail before a minute of measuring, not after.
-    std::ofstream probe(o.plotPath + ".partial", std::ios::binary | std::ios::trunc);
-    if (!probe) return BadUsage(fmt::format("--plot {}: cannot write there", o.plotPath));
-    probe.close();
-    std::remove((o.plotPath + ".partial").c_str());
+  if (!o.plotPath.empty()) {  // refused before a minute of measuring, not after
+    if (auto writable = CheckPlotWritable(o.plotPath); !writable.ok()) return writable.error();
   }
   auto cache = LastLevelCache();
   if (!cache.ok()) return cache.error();
@@ -626,7 +604,7 @@ Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, 
     PrintText(figures, o);
   }
   if (!o.plotPath.empty()) {
-    if (auto written = WriteWhole(o.plotPath, Svg(figures, o)); !written.ok()) return written.error();
+    if (auto written = WritePlot(o.plotPath, Svg(figures, o)); !written.ok()) return written.error();
     std::fprintf(progress, "bench: the figure is in %s\n", o.plotPath.c_str());
   }
   return 0;
