@@ -194,18 +194,20 @@ def main():
 
         # 9b. The file saved while the compiler runs: what the compiler made may hold either
         # text, so it is no build of either; the check compiles again and grades the newest.
-        # The first text makes the compiler work for seconds (two constant evaluations of
-        # about a second each here), so the edit lands after it read the file.
+        # The first text makes the compiler work for seconds (four constant evaluations of
+        # about a second and a half each here), so that the edit, half a second in, lands after
+        # the compiler read the file and long before it ends, on a machine several times faster
+        # too.
         edited = os.path.join(work, "edit-while-compiling", "stages")
         os.makedirs(os.path.join(edited, "01-block"))
         edited_file = os.path.join(edited, "01-block", "block.cc")
         slow = "".join(f"constexpr long Spin{k}() {{ long s = 0; for (long i = 0; i < 1000; ++i) "
                        f"for (long j = 0; j < 1000; ++j) s += i ^ (j + {k}); return s; }}\n"
-                       f"static_assert(Spin{k}() != 1);\n" for k in range(2))
+                       f"static_assert(Spin{k}() != 1);\n" for k in range(4))
         open(edited_file, "w").write(slow + solution_text)
         first = start_check(edited)
         began = wait_until(lambda: compiling(first.pid), first)
-        time.sleep(1.0)
+        time.sleep(0.5)
         during = compiling(first.pid)
         open(edited_file, "w").write(wrapped("  output[0] += 1.0f;"))
         out, err = first.communicate(timeout=600)
