@@ -184,8 +184,8 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
   using ProbeRates = std::array<double, 2>;  // GB/s on 1 and 2 threads
   auto measureProbe = [&]() -> Expected<ProbeRates> {
     auto probe = RunJsonProgram({WB_STAGE04_YARDSTICK, "probe", std::to_string(wantedProbeBytes),
-                                          fmt::format("{}", kProbeBudgetSeconds), "huge"},
-                                         "the bench's yardstick (stage04-yardstick probe)", 300);
+                                 fmt::format("{}", kProbeBudgetSeconds), "huge"},
+                                "the bench's yardstick (stage04-yardstick probe)", 300);
     if (!probe) return probe.error();
     const json& printed = probe->json;
     if (probe->exitStatus != 0 || !printed.is_object() || !printed.contains("seconds") ||
@@ -224,9 +224,9 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
   }
   for (const std::string& model : models) {
     auto timed = RunJsonProgram({program->path, "--model", model, "--bench", "--bench-threads", "1,2",
-                                          "--bench-repeats", std::to_string(o.repeats), "--cache", "f16",
-                                          "--decoder-name", program->decoderName},
-                                         fmt::format("the decoder's bench on {}", model), 3600);
+                                 "--bench-repeats", std::to_string(o.repeats), "--cache", "f16",
+                                 "--decoder-name", program->decoderName},
+                                fmt::format("the decoder's bench on {}", model), 3600);
     if (!timed) return ReportError(timed.error());
     if (timed->exitStatus != 0 || !timed->json.is_object()) {
       std::fprintf(progress, "bench: %s failed while timed on %s (its message is above)\n",

@@ -18,10 +18,10 @@
 // Each prints one JSON object on stdout: {"seconds": [timing at 1 thread, at 2]} with each
 // timing's median, fastest, slowest and runs; the probe adds "bytes", "memory" and
 // "huge_page_bytes", how much of its buffer the kernel backed with huge pages. Trusted code:
-// it runs outside the sandbox, and no student code is linked into it, only stage 3's solution (solutions/03-fused/fused.cc, built
-// with stage 3's flags). This file is compiled with stage 4's flags, so the probe reads memory
-// with the instructions a student's kernel may use, and its bandwidth is the one that kernel
-// can reach.
+// it runs outside the sandbox, and no student code is linked into it, only stage 3's solution
+// (solutions/03-fused/fused.cc, built with stage 3's flags). This file is compiled with stage
+// 4's flags, so the probe reads memory with the instructions a student's kernel may use, and
+// its bandwidth is the one that kernel can reach.
 #include <omp.h>
 #include <sys/mman.h>
 #include <unistd.h>
