@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "../isolation/child_handle.h"
 #include "../isolation/confinement.h"
 #include "../isolation/sandbox.h"
 
@@ -106,6 +107,7 @@ Expected<CommandResult> RunCompiler(const std::vector<std::string>& argv, const 
   }
   if (pid == 0) ExecCompiler(argv, program, view, scratch, limits, fds[1], sandbox, runner);
   setpgid(pid, pid);
+  ChildHandle compiler(pid);
   close(fds[1]);
   fcntl(fds[0], F_SETFL, O_NONBLOCK);
   CommandResult result;
@@ -129,23 +131,19 @@ Expected<CommandResult> RunCompiler(const std::vector<std::string>& argv, const 
   };
   int status = 0;
   for (;;) {
-    pollfd fd{fds[0], POLLIN, 0};
-    if (open) {
-      poll(&fd, 1, 20);
-    } else {
-      usleep(5000);
-    }
+    pollfd fd[2] = {{open ? fds[0] : -1, POLLIN, 0}, {compiler.endedFd(), POLLIN, 0}};
+    poll(fd, 2, open ? 20 : 5);
     drain();
-    if (waitpid(pid, &status, WNOHANG) == pid) break;
+    if (compiler.TryReap(&status)) break;
     if (std::chrono::steady_clock::now() >= deadline) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, &status, 0);
+      // By pid and by group, waited on for the grace period at most.
+      if (!compiler.KillAndReap(&status)) status = SIGKILL;
       result.timedOut = true;
       break;
     }
   }
   drain();
-  kill(-pid, SIGKILL);  // whatever the driver left running in its group
+  compiler.Kill();  // whatever the driver left running in its group
   close(fds[0]);
   result.exitStatus = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;

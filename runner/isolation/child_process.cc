@@ -25,6 +25,7 @@
 
 #include <fmt/format.h>
 
+#include "child_handle.h"
 #include "confinement.h"
 #include "run_folder.h"
 #include "sandbox.h"
@@ -275,8 +276,10 @@ size_t KillLeftovers(const SandboxPlan& sandbox) {
     for (const ChildProcess& child : ChildrenOf(getpid())) {
       if (sandbox.dropPrivileges && RealUidOf(child.pid) != static_cast<long>(kSandboxUid)) continue;
       found = true;
-      kill(child.pid, SIGKILL);
-      waitpid(child.pid, nullptr, 0);
+      ChildHandle leftover(child.pid);
+      // A leftover that cannot be reaped within the grace period (stuck in the kernel) is left
+      // to a later sweep, never waited on.
+      if (!leftover.KillAndReap(nullptr)) return killed + 1;
       if (!child.zombie) ++killed;
     }
     if (!found) break;
@@ -343,6 +346,7 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
   if (pid < 0) return SystemError(fmt::format("fork: {}", std::strerror(errno)));
   if (pid == 0) ExecChild(setup, region.fd(), out.write, err.write, execReport.write, sandbox);
   setpgid(pid, pid);  // also from this side, so the group exists before any kill
+  ChildHandle child(pid);
   out.CloseWrite();
   err.CloseWrite();
   execReport.CloseWrite();
@@ -352,8 +356,7 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
   while ((said = read(execReport.read, why, sizeof(why) - 1)) < 0 && errno == EINTR) {
   }
   if (said > 0) {
-    kill(-pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
+    child.KillAndReap(nullptr);
     return InternalError(fmt::format("cannot start the sandboxed child for {} ({}): this is a bug in the workbook "
                                      "or a limit of this machine; rebuild with ./workbook, and report it if it persists",
                                      harnessPath, why));
@@ -366,22 +369,21 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
 
   ChildOutcome outcome;
   int status = 0;
-  bool exited = false;
   bool timedOut = false;
   const auto deadline = start + std::chrono::duration<double>(limits.wallSeconds);
-  while (!exited) {
-    pollfd fds[2] = {{outFd, POLLIN, 0}, {errFd, POLLIN, 0}};
-    poll(fds, 2, 20);
+  // Woken by output, by the child's end (its pidfd) or every 20 ms; past the deadline the
+  // child is killed by pid and by group, and waited on for the grace period at most: a child
+  // that left its group, or will not die, cannot hold the runner.
+  for (;;) {
+    pollfd fds[3] = {{outFd, POLLIN, 0}, {errFd, POLLIN, 0}, {child.endedFd(), POLLIN, 0}};
+    poll(fds, 3, 20);
     Drain(outFd, outcome.stdoutText, limits.keepOutputBytes);
     Drain(errFd, outcome.stderrText, limits.keepOutputBytes);
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) {
-      exited = true;
-    } else if (std::chrono::steady_clock::now() >= deadline) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      exited = true;
+    if (child.TryReap(&status)) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      child.KillAndReap(&status);
       timedOut = true;
+      break;
     }
   }
   // Whatever the child left in the pipes; then end any process it left behind.
@@ -390,7 +392,7 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
   // Killed one generation at a time, so each is counted while it still runs; then the
   // child's group once more, which by now holds nothing.
   outcome.leftoverProcesses = KillLeftovers(sandbox);
-  kill(-pid, SIGKILL);
+  child.Kill();
   if (outFd >= 0) close(outFd);
   if (errFd >= 0) close(errFd);
 

@@ -4,9 +4,12 @@
 #include "confinement.h"
 
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -25,6 +28,11 @@
 
 namespace wb {
 namespace {
+
+// ioprio_set(2)'s "which": one process, or a process group (linux/ioprio.h, which glibc does
+// not wrap).
+constexpr int kIoprioWhoProcess = 1;
+constexpr int kIoprioWhoPgrp = 2;
 
 // The step that failed last in this process, for ProbeConfinement's message.
 const char* g_failedStep = "";
@@ -240,16 +248,68 @@ const ConfinementProbe& ProbeConfinement() {
   return probe;
 }
 
+namespace {
+
+// A condition on system-call argument `index`, read by the kernel as a 32-bit int (a pid, a
+// command number): only the low 32 bits are compared.
+scmp_arg_cmp IntArgIs(unsigned index, long value) {
+  return scmp_arg_cmp{index, SCMP_CMP_MASKED_EQ, scmp_datum_t{0xffffffffu},
+                      static_cast<scmp_datum_t>(value) & 0xffffffffu};
+}
+
+// The flags of clone(2) that would give the child new namespaces, or the runner a sibling of
+// the harness (CLONE_PARENT): neither a stage function nor a compiler makes either.
+constexpr scmp_datum_t kForbiddenCloneFlags = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC |
+                                              CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_PARENT;
+
+// The fcntl(2) commands that act on the process's own descriptors only. Not among them:
+// F_SETOWN, F_SETOWN_EX and F_SETSIG, which aim the signal of a descriptor's I/O at any process
+// of the uid (the runner, through the pipe it reads the child's output from); F_SETLEASE and
+// F_NOTIFY, which signal the descriptor's owner too. F_SETFL is allowed without O_ASYNC below.
+constexpr int kOwnDescriptorCommands[] = {F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, F_GETLK, F_SETLK,
+                                          F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_GETOWN, F_GETSIG,
+                                          F_GETOWN_EX, F_GETLEASE, F_SETPIPE_SZ, F_GETPIPE_SZ, F_ADD_SEALS,
+                                          F_GET_SEALS};
+
+// The ioctl(2) commands refused by the second filter: those that, like F_SETOWN, send a
+// descriptor's signals elsewhere (FIOASYNC, FIOSETOWN, SIOCSPGRP), and the terminal's, which
+// reach whoever reads it (TIOCSTI types into it) or take it over (tty_ioctl(4)).
+constexpr unsigned long kRefusedIoctls[] = {FIOASYNC, FIOSETOWN, SIOCSPGRP, TIOCSTI, TIOCSPGRP, TIOCSCTTY,
+                                            TIOCCONS, TIOCLINUX, TIOCSETD};
+
+// The second filter, stacked on the first (the kernel runs both, and the stricter answer
+// holds: seccomp(2), "If multiple filters exist"): ioctl is allowed except for the commands
+// above, a deny-list that an allow-list's rules, which may only say when a call is allowed,
+// cannot state.
+bool LoadIoctlFilter() {
+  scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
+  if (filter == nullptr) return Fail("seccomp_init");
+  int failed = 0;
+  for (const unsigned long command : kRefusedIoctls) {
+    failed |= seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                               IntArgIs(1, static_cast<long>(command)));
+  }
+  const bool loaded = failed == 0 && seccomp_load(filter) == 0;
+  seccomp_release(filter);
+  return loaded || Fail("loading the seccomp filter for ioctl");
+}
+
+}  // namespace
+
 bool ApplySeccomp(SignalPolicy signals) {
   // An allow-list: every system call number up to kHighestCall is allowed but the refused
-  // ones, and the signalling and socket calls, which are allowed for some arguments only.
-  // A call the filter does not name (a newer one, or any of the x32 and i386 entry points,
-  // which would go around rules made for x86-64 numbers) is refused.
+  // ones, and the calls below that are allowed for some arguments only. A call the filter
+  // does not name (a newer one, or any of the x32 and i386 entry points, which would go
+  // around rules made for x86-64 numbers) is refused.
   constexpr int kHighestCall = 512;
   static const char* const kRefused[] = {
       // Other processes' memory and state.
       "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp", "pidfd_open", "pidfd_getfd",
       "pidfd_send_signal",
+      // Process groups and sessions: the runner put the child in a group of its own, which
+      // its time limit ends and to which its signals are confined; a child that could join
+      // another group (the runner's) could signal it with kill(0) and leave the limit's reach.
+      "setpgid", "setsid",
       // The system's configuration: mounts, namespaces, modules, keys, clocks, power.
       "mount", "umount", "umount2", "pivot_root", "chroot", "unshare", "setns", "fsopen", "fsmount", "fspick",
       "move_mount", "open_tree", "mount_setattr", "init_module", "finit_module", "delete_module", "kexec_load",
@@ -260,7 +320,9 @@ bool ApplySeccomp(SignalPolicy signals) {
       "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
       "open_by_handle_at", "name_to_handle_at", "fanotify_init", "move_pages", "migrate_pages",
       // Allowed below for some arguments only.
-      "socket", "kill", "tgkill", "tkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"};
+      "socket", "kill", "tgkill", "tkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "fcntl", "clone", "clone3",
+      "prlimit64", "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
+      "ioprio_set"};
   scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ERRNO(EPERM));
   if (filter == nullptr) return Fail("seccomp_init");
   seccomp_attr_set(filter, SCMP_FLTATR_CTL_OPTIMIZE, 2);  // a binary tree, not a list of 500 tests
@@ -273,12 +335,9 @@ bool ApplySeccomp(SignalPolicy signals) {
   for (int number = 0; number <= kHighestCall; ++number) {
     if (!refused[number]) failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, number, 0);
   }
-  // The kernel reads these arguments as ints, so only the low 32 bits are compared.
-  const auto is = [](long value) {
-    return SCMP_A0(SCMP_CMP_MASKED_EQ, scmp_datum_t{0xffffffffu}, static_cast<scmp_datum_t>(value) & 0xffffffffu);
-  };
+  const pid_t self = getpid();  // exec keeps it: the harness's pid, and its threads' tgid
   // Sockets: AF_UNIX only (no network, even where there is no network namespace).
-  failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, is(AF_UNIX));
+  failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, IntArgIs(0, AF_UNIX));
   const int tgkillFamily[] = {SCMP_SYS(tgkill), SCMP_SYS(tkill), SCMP_SYS(rt_sigqueueinfo), SCMP_SYS(rt_tgsigqueueinfo)};
   if (signals == SignalPolicy::kAny) {
     failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(kill), 0);
@@ -287,15 +346,44 @@ bool ApplySeccomp(SignalPolicy signals) {
     // kill(pid): the child itself or its own process group (0, or -pgid: it leads its
     // group), nothing else. raise() and signals between the child's threads go through
     // tgkill and its relatives with the child's own tgid.
-    const pid_t self = getpid();
     for (const long pid : {long{self}, 0L, -long{self}}) {
-      failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, is(pid));
+      failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, IntArgIs(0, pid));
     }
-    for (const int call : tgkillFamily) failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, call, 1, is(self));
+    for (const int call : tgkillFamily) failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, call, 1, IntArgIs(0, self));
   }
+  // Descriptors: the commands on the process's own, and F_SETFL without O_ASYNC.
+  for (const int command : kOwnDescriptorCommands) {
+    failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1, IntArgIs(1, command));
+  }
+  failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 2, IntArgIs(1, F_SETFL),
+                             scmp_arg_cmp{2, SCMP_CMP_MASKED_EQ, scmp_datum_t{O_ASYNC}, 0});
+  // New processes and threads, in the namespaces the child has. clone3 passes its flags in
+  // memory, which a filter cannot read, so it answers ENOSYS, as on a kernel without it, and
+  // glibc falls back to clone (pthread_create and posix_spawn do).
+  failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                             scmp_arg_cmp{0, SCMP_CMP_MASKED_EQ, kForbiddenCloneFlags, 0});
+  failed |= seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+  // Limits, priorities and CPUs: of the child itself (0 or its pid), never of another
+  // process of its uid, such as the runner (a file-size limit of 0 would kill it at its next
+  // write; SCHED_IDLE or one CPU would starve it). A thread's own calls pass 0.
+  for (const long pid : {0L, long{self}}) {
+    failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1, IntArgIs(0, pid));
+    for (const int call : {SCMP_SYS(sched_setaffinity), SCMP_SYS(sched_setscheduler), SCMP_SYS(sched_setparam),
+                           SCMP_SYS(sched_setattr)}) {
+      failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, call, 1, IntArgIs(0, pid));
+    }
+    failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(setpriority), 2, IntArgIs(0, PRIO_PROCESS),
+                               IntArgIs(1, pid));
+    failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(ioprio_set), 2, IntArgIs(0, kIoprioWhoProcess),
+                               IntArgIs(1, pid));
+  }
+  // Its own process group (0), which it cannot leave.
+  failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(setpriority), 2, IntArgIs(0, PRIO_PGRP), IntArgIs(1, 0));
+  failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(ioprio_set), 2, IntArgIs(0, kIoprioWhoPgrp),
+                             IntArgIs(1, 0));
   const bool loaded = failed == 0 && seccomp_load(filter) == 0;
   seccomp_release(filter);
-  return loaded || Fail("loading the seccomp filter");
+  return (loaded || Fail("loading the seccomp filter")) && LoadIoctlFilter();
 }
 
 }  // namespace wb

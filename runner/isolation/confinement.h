@@ -15,8 +15,13 @@
 //                    calls no stage function or compiler needs and that reach outside the
 //                    process: ptrace, process_vm_readv/writev, mounts, namespaces, kernel
 //                    modules and keys, bpf, perf events, io_uring, pidfds, sockets other than
-//                    AF_UNIX; and with kSignalOwnGroupOnly, signals to any process but the
-//                    child itself or its own process group.
+//                    AF_UNIX, a move to another process group or session, new namespaces
+//                    (clone flags; clone3 answers ENOSYS), the descriptor commands that aim
+//                    signals elsewhere (F_SETOWN, F_SETSIG, O_ASYNC, FIOASYNC, ...) and
+//                    the terminal's TIOCSTI; limits, priorities, CPUs and I/O classes of any
+//                    process but itself; and with kSignalOwnGroupOnly, signals to any process
+//                    but the child itself or its own process group. As an ordinary user the
+//                    child has the runner's uid, so these are what keep it from the runner.
 // ProbeConfinement says, once, in the runner, whether this machine allows the namespaces
 // (a container may forbid them), so the report can say what is in force.
 #pragma once

@@ -26,6 +26,7 @@ const SandboxPlan& CurrentSandbox() {
         // its init, which the kernel shields from the signals it sends itself
         // (pid_namespaces(7)), so abort() or raise() in the student's code would not end it
         // as they end any other program, and the report could not say what happened.
+        "a child past its time limit is killed by its pid and its group, and waited for a bounded time",
         "the child's process group, and whatever it started outside it, is killed after each run (the runner "
         "is their subreaper, instead of a pid namespace, whose init the kernel would shield from abort() and "
         "raise())",
@@ -64,7 +65,9 @@ const SandboxPlan& CurrentSandbox() {
     if (p.seccomp) {
       p.inForce.push_back(
           "a seccomp filter: no ptrace, no access to other processes' memory, no signals but to its own process "
-          "group, no sockets but AF_UNIX, no mounts, namespaces, kernel modules, keys, bpf, perf events or io_uring");
+          "group, which it cannot leave, no signals by descriptor (F_SETOWN, O_ASYNC), no limits, priorities or "
+          "CPUs of other processes, no sockets but AF_UNIX, no mounts, namespaces, kernel modules, keys, bpf, perf "
+          "events or io_uring");
     } else {
       p.missing.push_back(fmt::format("a seccomp filter: this kernel refuses it ({})", probe.whyNoSeccomp));
     }

@@ -42,7 +42,7 @@ def main():
         os.chmod(hidden, 0o644)  # readable by anyone on the host: only the view keeps it out
         hidden_lines = [marker] + [json.dumps(c["description"])[1:-1][:60] for c in suite["cases"]]
 
-        def run(name, source, extra=(), formats=FORMATS, cases=hidden):
+        def run(name, source, extra=(), formats=FORMATS, cases=hidden, timeout=600):
             """Runs the file through check in each format; returns {format: (rc, text)}, and
             checks the runner survived and leaked no line of the hidden suite."""
             stage = os.path.join(work, name, "stages", "01-block")
@@ -52,7 +52,7 @@ def main():
             for fmt in formats:
                 begin = time.monotonic()
                 p = subprocess.run([workbook, "check", "1", "--stages-dir", os.path.dirname(stage), "--cases", cases,
-                                    "--format", fmt, *extra], capture_output=True, text=True, timeout=600)
+                                    "--format", fmt, *extra], capture_output=True, text=True, timeout=timeout)
                 results[fmt] = (p.returncode, p.stdout, p.stderr, time.monotonic() - begin)
                 leaked = [line for line in hidden_lines if line in p.stdout or line in p.stderr]
                 check(p.returncode in (0, 1) and not leaked,
@@ -268,6 +268,21 @@ def main():
             check(p.returncode in (0, 1) and os.stat(build).st_mtime_ns != built
                   and stale not in open(records[0]).read().splitlines(),
                   "headers: a changed system header makes the next check rebuild, and records it anew")
+
+        # 13. Into the runner's process group, then asleep: the time limit's kill of the child's
+        # group would reach nothing, and a wait for the child would never end. The filter
+        # refuses the move (the child stays in its group); the runner ends a child past its
+        # limit by its pid too, and waits for it a bounded time.
+        joins = wrapped("  setpgid(0, getpgid(getppid()));\n  for (;;) pause();", top="#include <unistd.h>\n")
+        begin = time.monotonic()
+        try:
+            r = report(run("setpgid-sleep", joins, formats=["json"], extra=["--time-limit", "2"], timeout=300))
+        except subprocess.TimeoutExpired:
+            r = {"status": "the runner hung"}
+        statuses = {c.get("status") for c in r.get("cases", [])}
+        check(r.get("status") == "fail" and statuses == {"timeout"},
+              f"setpgid-sleep: every case ends at its time limit ({r.get('status')}, {sorted(statuses)}, "
+              f"{time.monotonic() - begin:.0f} s)")
 
     return 1 if failures else 0
 
