@@ -2,6 +2,7 @@
 // student_build.h.
 #include "student_build.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,6 +61,119 @@ uint64_t HashFile(const fsys::path& file, uint64_t key) {
   std::string text;
   if (ec || size > kHashedFileBytes) return HashText(Stamp(file.string()), key);
   return ReadAll(file.string(), text) ? HashText(text, key) : key;
+}
+
+// The stage's files as the compiler will see them: each read through a descriptor opened
+// without following a link, from a regular file with one name, in a folder that is itself no
+// link. A symbolic link (to the solution, say), a hard link (a second name of a file anywhere
+// on the machine), a FIFO or a device is refused with the reason, never compiled: the build
+// is of these bytes, copied into the compiler's own folder, so nothing the stage folder
+// points at reaches the compiler, and the key is of exactly what is compiled.
+struct StageFiles {
+  std::string folder;  // as given (absolute, not resolved)
+  std::vector<std::pair<std::string, std::string>> files;  // name, bytes; the set's order
+};
+
+constexpr off_t kLargestStageFileBytes = off_t{4} << 20;
+
+Expected<StageFiles> ReadStageFiles(const fsys::path& folder, const std::vector<std::string>& names) {
+  StageFiles snapshot;
+  snapshot.folder = folder.string();
+  const int dir = open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) {
+    const int e = errno;
+    struct stat info {};
+    if (lstat(folder.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
+      return BadUsage(fmt::format("{}: the stage's folder is a symbolic link; only a real folder of regular files "
+                                  "is graded (copy the files themselves in)", folder.string()));
+    }
+    return BadUsage(fmt::format("{}: cannot open the stage's folder: {}", folder.string(), std::strerror(e)));
+  }
+  struct CloseDir {
+    int fd;
+    ~CloseDir() { close(fd); }
+  } closeDir{dir};
+  for (const std::string& name : names) {
+    const std::string shown = (folder / name).string();
+    const int fd = openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+      const int e = errno;
+      if (e == ELOOP) {
+        return BadUsage(fmt::format("{}: a symbolic link; only regular files are graded (put the file itself there, "
+                                    "not a link to it)", shown));
+      }
+      if (e == ENOENT && names.size() > 1) {
+        std::string all;
+        for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
+        return BadUsage(fmt::format("{}: no such file; this stage's files are {} (data/stages.json)", shown, all));
+      }
+      return BadUsage(fmt::format("{}: cannot open it: {}", shown, std::strerror(e)));
+    }
+    struct CloseFile {
+      int fd;
+      ~CloseFile() { close(fd); }
+    } closeFile{fd};
+    struct stat info {};
+    if (fstat(fd, &info) != 0) return BadUsage(fmt::format("{}: cannot read it: {}", shown, std::strerror(errno)));
+    if (!S_ISREG(info.st_mode)) {
+      const char* what = S_ISDIR(info.st_mode) ? "a folder" : S_ISFIFO(info.st_mode) ? "a FIFO"
+                         : S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode) ? "a device" : S_ISSOCK(info.st_mode) ? "a socket"
+                                                                                                                : "not a file";
+      return BadUsage(fmt::format("{}: {}, not a regular file; only regular files are graded", shown, what));
+    }
+    if (info.st_nlink > 1) {
+      return BadUsage(fmt::format("{}: a hard link ({} names for one file); only a file of its own is graded (copy "
+                                  "it: cp --no-preserve=links, or save it anew)", shown, info.st_nlink));
+    }
+    if (info.st_size > kLargestStageFileBytes) {
+      return BadUsage(fmt::format("{}: {} bytes; a stage file may have at most {} MiB", shown, info.st_size,
+                                  kLargestStageFileBytes >> 20));
+    }
+    std::string bytes;
+    char chunk[65536];
+    for (ssize_t n; (n = read(fd, chunk, sizeof chunk)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return BadUsage(fmt::format("{}: cannot read it: {}", shown, std::strerror(errno)));
+      bytes.append(chunk, static_cast<size_t>(n));
+      if (bytes.size() > static_cast<size_t>(kLargestStageFileBytes)) {
+        return BadUsage(fmt::format("{}: grew past {} MiB while read", shown, kLargestStageFileBytes >> 20));
+      }
+    }
+    snapshot.files.emplace_back(name, std::move(bytes));
+  }
+  return snapshot;
+}
+
+uint64_t HashStageFiles(const StageFiles& snapshot, uint64_t key) {
+  key = Fnv1a64(snapshot.folder.data(), snapshot.folder.size(), key);  // the path appears in messages
+  for (const auto& [name, bytes] : snapshot.files) {
+    key = Fnv1a64(name.data(), name.size(), key);
+    const uint64_t size = bytes.size();
+    key = Fnv1a64(&size, sizeof size, key);
+    key = Fnv1a64(bytes.data(), bytes.size(), key);
+  }
+  return key;
+}
+
+// Writes the snapshot into `into` (a new folder), each file 0644: what the compiler reads.
+Status WriteStageFiles(const StageFiles& snapshot, const std::string& into) {
+  if (mkdir(into.c_str(), 0755) != 0) return SystemError(fmt::format("{}: {}", into, std::strerror(errno)));
+  for (const auto& [name, bytes] : snapshot.files) {
+    const std::string path = into + "/" + name;
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return SystemError(fmt::format("{}: {}", path, std::strerror(errno)));
+    const bool written = write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+    close(fd);
+    if (!written) return SystemError(fmt::format("{}: cannot write the copy the compiler reads", path));
+  }
+  return Status::Ok();
+}
+
+void ReplaceAll(std::string& text, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
 }
 
 // Every file the compiler may include from a folder (its own folder for the stage file,
@@ -180,9 +294,30 @@ bool HeadersUnchanged(const std::string& executable) {
 Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std::string& source,
                                           const std::string& harnessLibrary, const std::string& cacheName) {
   std::error_code ec;
-  const fsys::path sourcePath = fsys::weakly_canonical(fsys::absolute(source), ec);
-  std::string sourceText;
-  if (ec || !ReadAll(sourcePath.string(), sourceText)) return BadUsage(fmt::format("{}: cannot read the stage file", source));
+  // Not resolved: a link anywhere under the stage's folder is refused, not followed.
+  const fsys::path sourcePath = fsys::absolute(source, ec).lexically_normal();
+  if (ec) return BadUsage(fmt::format("{}: cannot read the stage file", source));
+  const std::string mainName = sourcePath.filename().string();
+  std::vector<std::string> stageNames = setup.stageFiles;
+  if (std::find(stageNames.begin(), stageNames.end(), mainName) == stageNames.end()) {
+    stageNames.insert(stageNames.begin(), mainName);
+  }
+  // The stage's files, then each extra source (a stage file of its own folder).
+  std::vector<std::pair<fsys::path, std::vector<std::string>>> sets = {{sourcePath.parent_path(), stageNames}};
+  for (const std::string& extra : setup.extraSources) {
+    const fsys::path path = fsys::absolute(extra, ec).lexically_normal();
+    if (ec || !fsys::exists(fsys::symlink_status(path, ec))) return BadUsage(fmt::format("{}: no such stage file", extra));
+    sets.push_back({path.parent_path(), {path.filename().string()}});
+  }
+  auto readAll = [&]() -> Expected<std::vector<StageFiles>> {
+    std::vector<StageFiles> snapshots;
+    for (const auto& [folder, names] : sets) {
+      auto read = ReadStageFiles(folder, names);
+      if (!read.ok()) return read.error();
+      snapshots.push_back(std::move(*read));
+    }
+    return snapshots;
+  };
   const fsys::path library = fsys::weakly_canonical(fsys::absolute(harnessLibrary), ec);
   std::string libraryBytes;
   if (ec || !ReadAll(library.string(), libraryBytes)) {
@@ -197,12 +332,6 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   for (const std::string& folder : setup.sourceFolders) {
     folders.push_back((fsys::path(setup.sourceRoot) / folder).lexically_normal().string());
   }
-  std::vector<std::string> extras;  // absolute paths of the extra sources
-  for (const std::string& extra : setup.extraSources) {
-    const fsys::path path = fsys::weakly_canonical(fsys::absolute(extra), ec);
-    if (ec || !fsys::is_regular_file(path)) return BadUsage(fmt::format("{}: no such stage file", extra));
-    extras.push_back(path.string());
-  }
   // The prelude's two files, when this build has them: a .gch that is missing or out of
   // date is not an error, since GCC then reads the header itself.
   std::vector<std::string> preludeFiles;  // the header first, then its .gch
@@ -215,18 +344,15 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
   // but the system's headers, for which the compiler's own file stands in. It is taken
   // again after a compile: a file saved while the compiler ran may or may not be in the
   // build, which then belongs to no key and is not kept.
-  auto currentKey = [&] {
-    uint64_t key = HashFolder(sourcePath.parent_path(), 0xcbf29ce484222325ull);
+  auto keyOf = [&](const std::vector<StageFiles>& snapshots) {
+    uint64_t key = 0xcbf29ce484222325ull;
+    for (const StageFiles& snapshot : snapshots) key = HashStageFiles(snapshot, key);
     key = HashText(sourcePath.string(), key);  // the path appears in debug info and messages
     key = HashText(libraryBytes, key);
     if (thinArchive) key = HashFolder(libraryObjects, key);
     key = HashFolder(contracts, key);
     for (const std::string& folder : folders) key = HashFolder(folder, key);
     for (const auto& arg : setup.linkArgs) key = HashText(arg, key);
-    for (const std::string& extra : extras) {
-      key = HashText(extra, key);
-      key = HashFolder(fsys::path(extra).parent_path(), key);
-    }
     for (const auto& file : preludeFiles) key = HashFile(file, key);
     for (const auto& part : setup.compiler) key = HashText(part, key);
     for (const auto& flag : setup.flags) key = HashText(flag, key);
@@ -240,7 +366,9 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
                                    ec ? ec.message() : std::strerror(errno)));
   }
   for (int attempt = 1;; ++attempt) {
-    const uint64_t key = currentKey();
+    auto snapshots = readAll();
+    if (!snapshots.ok()) return snapshots.error();
+    const uint64_t key = keyOf(*snapshots);
     StudentBinary binary;
     binary.executable = (cacheDir / fmt::format("{}-{:016x}", cacheName, key)).string();
     if (access(binary.executable.c_str(), X_OK) == 0 && HeadersUnchanged(binary.executable)) {
@@ -249,7 +377,8 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
     }
 
     // The compiler writes into a folder of its own, which only it (the sandbox uid, when the
-    // runner is root) may write; the build then moves into the cache under its key.
+    // runner is root) may write; the build then moves into the cache under its key. The copy
+    // of the stage's files it reads is written there first, by the runner.
     auto made = MakeRunFolder(cacheDir.string(), ".compile-");
     if (!made.ok()) return made.error();
     const std::string work = *made;
@@ -260,6 +389,18 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
         fsys::remove_all(path, ignored);
       }
     } removeWork{work};
+    // Each set's copy, and the folder it stands for: the compiler's messages, __FILE__ and
+    // the debug information name the files where the student keeps them.
+    std::vector<std::pair<std::string, std::string>> copies;  // copy folder, original folder
+    if (mkdir((work + "/src").c_str(), 0755) != 0) {
+      return SystemError(fmt::format("{}/src: {}", work, std::strerror(errno)));
+    }
+    for (size_t i = 0; i < snapshots->size(); ++i) {
+      const std::string copy = fmt::format("{}/src/{}", work, i);
+      if (auto written = WriteStageFiles((*snapshots)[i], copy); !written.ok()) return written.error();
+      copies.emplace_back(copy, (*snapshots)[i].folder);
+    }
+    const std::string compiledSource = copies[0].first + "/" + mainName;
     const SandboxPlan& sandbox = CurrentSandbox();
     if (sandbox.dropPrivileges && chown(work.c_str(), kSandboxUid, kSandboxGid) != 0) {
       return SystemError(fmt::format("{}: cannot hand the folder to the compiler's uid: {}", work, std::strerror(errno)));
@@ -267,6 +408,7 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
     const std::string output = work + "/harness";
     std::vector<std::string> argv = setup.compiler;
     argv.insert(argv.end(), setup.flags.begin(), setup.flags.end());
+    for (const auto& [copy, original] : copies) argv.push_back(fmt::format("-ffile-prefix-map={}={}", copy, original));
     if (!preludeFiles.empty()) argv.insert(argv.end(), {"-include", preludeFiles[0]});
     // The whole harness library is linked, not just the members the student's object needs,
     // so a file that defines `main` or any of the harness's own symbols is a link error
@@ -275,14 +417,13 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
     argv.insert(argv.end(), {"-MD", "-MF", dependencies, "-I", contracts.string()});
     if (!folders.empty()) argv.insert(argv.end(), {"-I", setup.sourceRoot});
     // The extra sources first: the dependency record GCC writes is the last file's, the stage's own.
-    argv.insert(argv.end(), extras.begin(), extras.end());
-    argv.insert(argv.end(), {sourcePath.string(), "-Wl,--whole-archive", library.string(), "-Wl,--no-whole-archive"});
+    for (size_t i = 1; i < copies.size(); ++i) argv.push_back(copies[i].first + "/" + (*snapshots)[i].files[0].first);
+    argv.insert(argv.end(), {compiledSource, "-Wl,--whole-archive", library.string(), "-Wl,--no-whole-archive"});
     argv.insert(argv.end(), setup.linkArgs.begin(), setup.linkArgs.end());
     argv.insert(argv.end(), {"-o", output});
     CompilerView view;
-    view.readOnly = {sourcePath.parent_path().string(), contracts.string(), library.string()};
+    view.readOnly = {contracts.string(), library.string()};
     view.readOnly.insert(view.readOnly.end(), folders.begin(), folders.end());
-    for (const std::string& extra : extras) view.readOnly.push_back(fsys::path(extra).parent_path().string());
     if (thinArchive) view.readOnly.push_back(libraryObjects.string());
     view.readOnly.insert(view.readOnly.end(), preludeFiles.begin(), preludeFiles.end());
     view.writable = work;
@@ -292,12 +433,16 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
     if (!ran.ok()) return ran.error();
     // A file saved while the compiler ran may or may not be in what it made (or in its
     // messages), so that build belongs to no key: it is dropped and the newest files compiled.
-    if (currentKey() != key) {
+    auto now = readAll();
+    if (!now.ok() || keyOf(*now) != key) {
       if (attempt < kCompileAttempts) continue;
+      if (!now.ok()) return now.error();
       return BadUsage(fmt::format("{}: the stage's files changed during each of {} compiles in a row; check again "
                                   "once they are saved", source, kCompileAttempts));
     }
-    binary.diagnostics = TrimCompilerOutput(ran->output, ran->outputBytes);
+    std::string messages = ran->output;
+    for (const auto& [copy, original] : copies) ReplaceAll(messages, copy, original);
+    binary.diagnostics = TrimCompilerOutput(messages, ran->outputBytes);
     if (ran->timedOut || ran->exitStatus != 0) {
       const bool cpuLimit = ran->exitStatus == 128 + SIGKILL || ran->exitStatus == 128 + SIGXCPU;
       binary.stoppedAtLimit = ran->timedOut || cpuLimit;
@@ -310,13 +455,39 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
       binary.compiled = false;
       return binary;
     }
+    // What the compile read: the copy, the contracts, the source folders, the prelude and
+    // the system's headers, nothing else. Where the machine has no filesystem view (a
+    // container that refuses namespaces), this is what keeps an #include of the solution
+    // by its absolute path from being graded.
+    const std::vector<std::string> read = ReadDependencies(dependencies);
+    std::vector<std::string> allowed = {work + "/src/", contracts.string() + "/", "/usr/"};
+    for (const std::string& folder : folders) allowed.push_back(folder + "/");
+    for (const std::string& file : preludeFiles) allowed.push_back(file);
+    for (const std::string& named : read) {
+      const std::string file = fsys::path(named).lexically_normal().string();
+      const bool inside = std::any_of(allowed.begin(), allowed.end(),
+                                      [&](const std::string& prefix) { return file.rfind(prefix, 0) == 0; });
+      if (!inside) {
+        binary.compiled = false;
+        binary.diagnostics = fmt::format(
+            "The compile read {}, which is not one of the stage's files: the compiler may read only the stage's own "
+            "files, the contract headers and the system's headers, so this build is not graded.\n", file);
+        return binary;
+      }
+    }
     if (sandbox.dropPrivileges && chown(output.c_str(), geteuid(), getegid()) != 0) {
       return SystemError(fmt::format("{}: cannot take the build back from the compiler's uid: {}", output, std::strerror(errno)));
     }
     // The record of what the compile read, stamped by the runner itself (the compiler only
-    // named the files). A build whose record is missing is rebuilt, never trusted.
+    // named the files), the copy's files under their own names. A build whose record is
+    // missing is rebuilt, never trusted.
     std::string record;
-    for (const std::string& file : ReadDependencies(dependencies)) record += Stamp(file) + "\n";
+    for (std::string file : read) {
+      for (const auto& [copy, original] : copies) {
+        if (file.rfind(copy + "/", 0) == 0) file = original + file.substr(copy.size());
+      }
+      record += Stamp(file) + "\n";
+    }
     const std::string recordPath = binary.executable + kHeadersRecord;
     const std::string recordTemporary = work + "/headers";
     if (record.empty() || !std::ofstream(recordTemporary, std::ios::binary).write(record.data(), record.size())) {

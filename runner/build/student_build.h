@@ -1,13 +1,19 @@
-// Compiles a stage file from any tree into a child executable: the file, the contract
-// headers and the stage's harness library, nothing else.
+// Compiles a stage file from any tree into a child executable: the stage's files, the
+// contract headers and the stage's harness library, nothing else.
 //
 // Contract: a file that does not compile is a result (compiled = false, with the
 // compiler's messages), not an error; errors are for a missing file or a compiler that
-// cannot run. A build is reused while the stage folder, the contract headers, the prelude,
-// the flags and the harness library are unchanged (its key), and every file its compile read,
-// the system's headers included, has the size and time it had then (a record beside it);
-// so a re-run after no edit costs nothing. A compile during which those files changed is
-// no build of either text: it is dropped and the newest files compiled (three tries).
+// cannot run, and for a stage file that is not a regular file of its own in a real folder (a
+// symbolic link, a hard link, a FIFO, a device: bad usage, naming the file and why), which is
+// never compiled. The compiler reads a copy of the stage's files (CompilerSetup::stageFiles,
+// from data/stages.json), made through descriptors that follow no link, and its messages name
+// the files where they are; a build whose compile read any file outside that copy, the
+// contract headers, the source folders and the system's headers is refused. A build is reused
+// while the stage's files, the contract headers, the prelude, the flags and the harness
+// library are unchanged (its key), and every file its compile read, the system's headers
+// included, has the size and time it had then (a record beside it); so a re-run after no edit
+// costs nothing. A compile during which the stage's files changed is no build of either text:
+// it is dropped and the newest files compiled (three tries).
 #pragma once
 
 #include <string>
@@ -36,6 +42,9 @@ struct CompilerSetup {
   // Other stage files compiled into the same child before the stage's own (stage 5's
   // --kernels mine: the student's stage-3 and stage-4 files); each one's folder is visible.
   std::vector<std::string> extraSources;
+  // The stage's files, by name, in the stage file's folder (data/stages.json's "files"; the
+  // stage file's name alone when empty). Only these are copied for the compiler.
+  std::vector<std::string> stageFiles;
 };
 
 struct StudentBinary {

@@ -1,5 +1,7 @@
 #include "case_verdict.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace wb {
@@ -27,14 +29,50 @@ void Conclude(const CaseFindings& f, CaseReport& report) {
                                        f.leftoverProcesses, f.leftoverProcesses == 1 ? "" : "es",
                                        f.leftoverProcesses == 1 ? "it" : "them"));
   }
-  if (f.outputFlood.empty()) return;
-  if (report.status == CaseStatus::kPass || report.status == CaseStatus::kNotImplemented) {
-    report.status = CaseStatus::kFail;
+  if (!f.outputFlood.empty()) {
+    if (report.status == CaseStatus::kPass || report.status == CaseStatus::kNotImplemented) {
+      report.status = CaseStatus::kFail;
+    }
+    if (report.headline.empty()) {
+      report.headline = f.outputFlood;
+    } else {
+      report.notes.push_back(f.outputFlood);
+    }
   }
-  if (report.headline.empty()) {
-    report.headline = f.outputFlood;
-  } else {
-    report.notes.push_back(f.outputFlood);
+  // A run that did not end as a program should (a crash, the time limit, an early exit, more
+  // output than the limit) is worth nothing, whatever it wrote before it stopped: the grade
+  // says what the report says.
+  if (f.stop || !f.outputFlood.empty()) {
+    const char* why = !f.stop                                     ? "it printed past the output limit"
+                      : f.stop->status == CaseStatus::kTimeout    ? "it ran past the time limit"
+                      : f.stop->status == CaseStatus::kExitedEarly ? "your code ended the process early"
+                                                                   : "it crashed";
+    ZeroCase(report, fmt::format("this case scores 0 because {}", why));
+  }
+}
+
+void ZeroCase(CaseReport& report, const std::string& why) {
+  bool hadPoints = false;
+  for (auto& cp : report.checkpoints) {
+    hadPoints = hadPoints || cp.points > 0;
+    cp.points = 0;
+  }
+  report.zeroedBecause = why;
+  if (hadPoints) report.notes.push_back(why + ", though some of its buffers were right");
+}
+
+void GateGuards(const StageInfo& stage, CaseReport& report) {
+  if (report.checkpoints.empty()) return;
+  const CheckpointReport& first = report.checkpoints.front();
+  if (first.status == CheckStatus::kPass) return;
+  for (auto& cp : report.checkpoints) {
+    const auto base = stage.BaseName(cp.name);
+    const bool guard = base && (stage.guards.count(*base) > 0 ||
+                                std::find(stage.caseCheckpoints.begin(), stage.caseCheckpoints.end(), *base) !=
+                                    stage.caseCheckpoints.end());
+    if (!guard || cp.points == 0) continue;
+    cp.points = 0;
+    cp.gatedBy = first.name;
   }
 }
 

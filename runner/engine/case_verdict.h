@@ -16,6 +16,7 @@
 
 #include "../isolation/child_process.h"
 #include "../report/report.h"
+#include "../stages/stage_table.h"
 
 namespace wb {
 
@@ -33,8 +34,18 @@ struct CaseFindings {
   size_t leftoverProcesses = 0;          // processes the calls left running (all killed)
 };
 
-// Sets report.status, headline, notes and firstFailure from the findings and checkpoints.
+// Sets report.status, headline, notes and firstFailure from the findings and checkpoints; a
+// case that stopped or printed past the output limit scores 0 (ZeroCase), whatever it wrote.
 void Conclude(const CaseFindings& findings, CaseReport& report);
+
+// Every checkpoint of the case scores 0, and the case says why (zeroedBecause, and a note
+// when some buffer had scored).
+void ZeroCase(CaseReport& report, const std::string& why);
+
+// The checkpoints that pass when nothing was done (the row's guards, and its case
+// checkpoints, such as "decode steps allocate nothing") score only when the case's first
+// checkpoint passed; else they score 0 and name it (gatedBy). RunCase applies it to every case.
+void GateGuards(const StageInfo& stage, CaseReport& report);
 
 // A kernel case whose two runs on the same inputs disagree in `differing` of `total` units
 // ("elements", "blocks"), the first at `firstWhere`: a race (or state kept between calls).

@@ -1,5 +1,7 @@
 #include "check.h"
 
+#include "case_verdict.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -110,7 +112,8 @@ Expected<Implementation> PrepareImplementation(const CheckOptions& o, const Stag
   impl.impl = o.solutions ? "solution" : "student";
   impl.source = o.solutions ? paths.Source(fmt::format("solutions/{}/{}", stage.dir, stage.file))
                             : Under(stagesDir, fmt::format("{}/{}", stage.dir, stage.file));
-  if (!fsys::exists(impl.source)) {
+  std::error_code missing;
+  if (!fsys::exists(fsys::symlink_status(impl.source, missing))) {
     return BadUsage(fmt::format("{}: no such file; the stage file of stage {} is {}/{}", impl.source, stage.number,
                                 stage.dir, stage.file));
   }
@@ -126,6 +129,7 @@ Expected<Implementation> PrepareImplementation(const CheckOptions& o, const Stag
   for (const std::string& folder : SplitList(build.childFolders, ',')) setup.sourceFolders.push_back(folder);
   setup.linkArgs = SplitList(build.childLinkArgs, ' ');
   setup.extraSources = o.kernelFiles;
+  setup.stageFiles = stage.files;
   const char* library = mineKernels ? build.mineKernelsHarnessLibrary : build.harnessLibrary;
   // One cached build per stage, per tree and per harness (the check's or the bench's), so
   // graders can check many trees at once and a bench does not undo a check's build.
@@ -147,6 +151,7 @@ Expected<CaseReport> RunCase(const StageDriver& driver, const CaseSpec& spec, co
   if (!report.ok()) return report.error();
   report->name = spec.name;
   report->hidden = spec.hidden;
+  GateGuards(*context.stage, *report);
   if (report->hidden) Redact(*report);
   return report;
 }

@@ -1,13 +1,67 @@
-// Gradescope's autograder results.json: one test per case and checkpoint, scored with the
-// case file's points per checkpoint. A case that crashed or hung scores the checkpoints it
-// got right before it stopped. Hidden cases' outputs carry only pass/fail and error size.
+// Gradescope's autograder results.json: one test per case, worth the case file's points per
+// checkpoint times its checkpoints, scored as the checkpoints scored (a case that crashed,
+// hung, exited early or printed past the limit scores 0; a guard scores only once the case's
+// first checkpoint passes), its output the reason and the first failure. Hidden cases'
+// outputs carry only pass/fail, "never written" and the error's power of ten.
 // Format: https://gradescope-autograders.readthedocs.io/en/latest/specs/ (results.json).
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "renderers.h"
 
 namespace wb {
+
+namespace {
+
+// What a checkpoint's error was, in the words a hidden case may carry: never written, or the
+// error's power of ten.
+std::string ErrorWords(const CheckpointReport& cp, bool hidden) {
+  if (cp.total > 0 && cp.unwritten == cp.total) return "never written";
+  if (hidden) {
+    return fmt::format("max error about {:.0e}{}", cp.maxAbsError, cp.unwritten > 0 ? "; some elements never written" : "");
+  }
+  std::string text = fmt::format("{} of {} elements off; max error {:.3e}", cp.failing, cp.total, cp.maxAbsError);
+  if (cp.unwritten > 0) text += fmt::format(" ({} never written)", cp.unwritten);
+  return text;
+}
+
+// The output of a case's test: why it scored what it did, then its first failure in full.
+std::string CaseOutput(const CaseReport& c) {
+  std::vector<std::string> lines;
+  if (!c.headline.empty()) lines.push_back(c.headline);
+  if (!c.zeroedBecause.empty()) lines.push_back(fmt::format("{}.", c.zeroedBecause));
+  for (const auto& cp : c.checkpoints) {
+    if (cp.status != CheckStatus::kPass) {
+      std::string line = fmt::format("First failure: {}: {}", cp.name, ErrorWords(cp, c.hidden));
+      if (!c.hidden && cp.worst) {
+        line += fmt::format("\nworst: {}: expected {:.6g}, got {}", cp.worst->where, cp.worst->expected,
+                            cp.worst->gotNote.empty() ? fmt::format("{:.6g}", cp.worst->got) : cp.worst->gotNote);
+      }
+      if (cp.misconception) line += "\n" + cp.misconception->sentence + "\nRead: " + cp.misconception->lesson;
+      if (!c.hidden && !cp.observation.empty()) line += "\n" + cp.observation;
+      lines.push_back(line);
+      break;
+    }
+  }
+  for (const auto& cp : c.checkpoints) {
+    if (!cp.gatedBy.empty()) {
+      lines.push_back(fmt::format("{} passes, but it passes when nothing was done, so it scores only once {} passes.",
+                                  cp.name, cp.gatedBy));
+      break;
+    }
+  }
+  size_t passed = 0;
+  for (const auto& cp : c.checkpoints) passed += cp.status == CheckStatus::kPass ? 1 : 0;
+  lines.push_back(fmt::format("{} of {} checkpoints pass.", passed, c.checkpoints.size()));
+  std::string text;
+  for (const std::string& line : lines) text += (text.empty() ? "" : "\n") + line;
+  return text;
+}
+
+}  // namespace
 
 std::string RenderGradescope(const RunReport& r) {
   using nlohmann::json;
@@ -23,29 +77,22 @@ std::string RenderGradescope(const RunReport& r) {
                      {"output", r.compilerOutput},
                      {"visibility", "visible"}});
   }
+  // One test per case: its points (the sum of its checkpoints'), and why it scored them.
   for (const CaseReport& c : r.cases) {
+    double points = 0;
+    double maxPoints = 0;
     for (const auto& cp : c.checkpoints) {
-      const bool passed = cp.status == CheckStatus::kPass;
-      std::string output;
-      if (!passed) {
-        output = c.hidden ? fmt::format("max error about {:.0e}", cp.maxAbsError)
-                          : fmt::format("{} of {} elements off; max error {:.3e}", cp.failing, cp.total, cp.maxAbsError);
-        if (!c.hidden && cp.worst) {
-          output += fmt::format("\nworst: {}: expected {:.6g}, got {}", cp.worst->where, cp.worst->expected,
-                                cp.worst->gotNote.empty() ? fmt::format("{:.6g}", cp.worst->got) : cp.worst->gotNote);
-        }
-        if (cp.misconception) output += "\n" + cp.misconception->sentence + "\nRead: " + cp.misconception->lesson;
-        if (!c.hidden && !cp.observation.empty()) output += "\n" + cp.observation;
-        if (!c.headline.empty()) output = c.headline + "\n" + output;
-      }
-      score += cp.points;
-      tests.push_back({{"name", fmt::format("{}: {}", c.name, cp.name)},
-                       {"score", cp.points},
-                       {"max_score", cp.maxPoints},
-                       {"status", passed ? "passed" : "failed"},
-                       {"output", output},
-                       {"visibility", "visible"}});
+      points += cp.points;
+      maxPoints += cp.maxPoints;
     }
+    score += points;
+    const bool passed = c.status == CaseStatus::kPass && points == maxPoints;
+    tests.push_back({{"name", c.name},
+                     {"score", points},
+                     {"max_score", maxPoints},
+                     {"status", passed ? "passed" : "failed"},
+                     {"output", CaseOutput(c)},
+                     {"visibility", "visible"}});
   }
   if (summary.empty()) {
     size_t passedCases = 0;
@@ -60,7 +107,9 @@ std::string RenderGradescope(const RunReport& r) {
     if (e.ascending) entry["order"] = "asc";
     root["leaderboard"].push_back(entry);
   }
-  return root.dump(2) + "\n";
+  // Replace, not throw: compiler messages and a crash's output quote the student's bytes, which
+  // need not be UTF-8.
+  return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace wb

@@ -27,6 +27,8 @@ json Checkpoint(const CheckpointReport& c, bool hidden) {
       {"points", c.points},
       {"max_points", c.maxPoints},
       {"misconception", c.misconception ? json(c.misconception->sentence) : json(nullptr)},
+      {"never_written", c.total > 0 && c.unwritten == c.total},
+      {"gated_by", c.gatedBy.empty() ? json(nullptr) : json(c.gatedBy)},
   };
   if (hidden) return j;  // names, pass/fail and the error's size: nothing that shows the case
   j["failing"] = c.failing;
@@ -77,6 +79,7 @@ std::string RenderJson(const RunReport& r) {
         {"status", ToString(c.status)},
         {"first_failure", c.firstFailure ? json(*c.firstFailure) : json(nullptr)},
         {"headline", c.headline.empty() ? json(nullptr) : json(c.headline)},
+        {"zeroed_because", c.zeroedBecause.empty() ? json(nullptr) : json(c.zeroedBecause)},
         {"checkpoints", json::array()},
     };
     if (!c.hidden) {
@@ -88,7 +91,9 @@ std::string RenderJson(const RunReport& r) {
     for (const auto& cp : c.checkpoints) jc["checkpoints"].push_back(Checkpoint(cp, c.hidden));
     root["cases"].push_back(std::move(jc));
   }
-  return root.dump(2) + "\n";
+  // Replace, not throw: compiler messages and a crash's output quote the student's bytes, which
+  // need not be UTF-8.
+  return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace wb

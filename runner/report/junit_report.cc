@@ -9,10 +9,42 @@
 namespace wb {
 namespace {
 
+// The length of the well-formed UTF-8 sequence at text[at] (RFC 3629: no overlong forms, no
+// surrogates, nothing past U+10FFFF), or 0 when the bytes there are not one.
+size_t Utf8SequenceAt(const std::string& text, size_t at) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(at);
+  if (lead < 0x80) return 1;
+  size_t length = 0;
+  unsigned char low = 0x80, high = 0xbf;  // the allowed range of the second byte
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    if (lead == 0xe0) low = 0xa0;
+    if (lead == 0xed) high = 0x9f;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    if (lead == 0xf0) low = 0x90;
+    if (lead == 0xf4) high = 0x8f;
+  } else {
+    return 0;
+  }
+  if (at + length > text.size() || byte(at + 1) < low || byte(at + 1) > high) return 0;
+  for (size_t i = 2; i < length; ++i) {
+    if (byte(at + i) < 0x80 || byte(at + i) > 0xbf) return 0;
+  }
+  return length;
+}
+
+// Text for an XML 1.0 attribute or element: the five markup characters escaped, and every
+// byte XML cannot hold (a control character but tab, newline and carriage return, or a byte
+// of no well-formed UTF-8 sequence: the student's output may be anything) written as \xNN.
 std::string Escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (const char ch : text) {
+  for (size_t at = 0; at < text.size();) {
+    const char ch = text[at];
     const auto c = static_cast<unsigned char>(ch);
     switch (ch) {
       case '&': out += "&amp;"; break;
@@ -20,16 +52,26 @@ std::string Escape(const std::string& text) {
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 allows tab, newline and carriage return among the control characters.
-        if (c < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') {
+      default: {
+        const size_t length = Utf8SequenceAt(text, at);
+        if (length == 0 || (c < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')) {
           out += fmt::format("\\x{:02x}", c);
         } else {
-          out += ch;
+          out.append(text, at, length);
+          at += length;
+          continue;
         }
+      }
     }
+    ++at;
   }
   return out;
+}
+
+// A hidden checkpoint's failure: never written, or the error's power of ten.
+std::string HiddenError(const CheckpointReport& cp) {
+  if (cp.total > 0 && cp.unwritten == cp.total) return "never written";
+  return fmt::format("max error about {:.0e}", cp.maxAbsError);
 }
 
 std::string FailureText(const CheckpointReport& c) {
@@ -83,9 +125,8 @@ std::string RenderJunit(const RunReport& r) {
       }
       body += ">\n";
       body += fmt::format("      <failure message=\"{}\" type=\"mismatch\">{}</failure>\n",
-                          Escape(c.hidden ? fmt::format("max error about {:.0e}", cp.maxAbsError)
-                                          : fmt::format("{} of {} elements off", cp.failing, cp.total)),
-                          Escape(c.hidden ? fmt::format("max error about {:.0e}", cp.maxAbsError) : FailureText(cp)));
+                          Escape(c.hidden ? HiddenError(cp) : fmt::format("{} of {} elements off", cp.failing, cp.total)),
+                          Escape(c.hidden ? HiddenError(cp) : FailureText(cp)));
       body += "    </testcase>\n";
     }
     if (!c.hidden && !c.childOutput.empty()) {

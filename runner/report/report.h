@@ -55,6 +55,9 @@ struct CheckpointReport {
   std::vector<std::string> computedFrom;
   double points = 0;
   double maxPoints = 0;
+  // Passed, but scored 0 because it passes when nothing was done and this checkpoint, the
+  // case's first, did not pass (GateGuards).
+  std::string gatedBy;
 };
 
 enum class CaseStatus { kPass, kFail, kNotImplemented, kCrash, kTimeout, kExitedEarly };
@@ -71,6 +74,9 @@ struct CaseReport {
   std::string childOutput;  // trimmed stdout + stderr of the student's code
   double callSeconds = 0;
   double wallSeconds = 0;   // the child's whole life, measured by the runner (0: not kept)
+  // Why every checkpoint scored 0 although some passed ("this case scores 0 because it
+  // crashed"); empty when the points are the checkpoints' own.
+  std::string zeroedBecause;
 };
 
 enum class RunStatus { kPass, kFail, kCompileError };

@@ -56,6 +56,7 @@ std::string ErrorSize(const CheckpointReport& c) {
 
 // A hidden case's error: only its order of magnitude is known (Redact).
 std::string HiddenErrorSize(const CheckpointReport& c) {
+  if (c.total > 0 && c.unwritten == c.total) return "never written";
   return c.maxAbsError > 0 ? fmt::format("max |error| about {:.0e}", c.maxAbsError) : "max |error| 0";
 }
 

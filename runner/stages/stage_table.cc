@@ -144,7 +144,7 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
       return fail(fmt::format("{}.number must be an integer", at));
     }
     static const std::set<std::string> kKnown = {
-        "number", "dir", "file", "function", "title", "lesson", "visible", "hidden_example", "case_length",
+        "number", "dir", "file", "files", "function", "title", "lesson", "visible", "hidden_example", "case_length",
         "kernels", "checkpoints", "case_checkpoints", "reported_as", "compile_flags", "bench", "planted",
         "planted_timeout", "hints", "guards", "available", "weight_sets", "models", "cache_types",
         "layer_checkpoints"};
@@ -180,7 +180,7 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
       if (auto read = text_of(key, *into); !read.ok()) return read.error();
     }
     for (const auto& [key, into] : std::initializer_list<std::pair<const char*, std::vector<std::string>*>>{
-             {"checkpoints", &info.checkpoints}, {"case_checkpoints", &info.caseCheckpoints},
+             {"files", &info.files}, {"checkpoints", &info.checkpoints}, {"case_checkpoints", &info.caseCheckpoints},
              {"compile_flags", &info.compileFlags}, {"weight_sets", &info.weightSets},
              {"models", &info.models}, {"cache_types", &info.cacheTypes},
              {"layer_checkpoints", &info.layerCheckpoints}}) {
@@ -283,6 +283,20 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
                            info.hiddenExample.empty() || info.checkpoints.empty() || info.planted.empty())) {
       return fail(fmt::format("{} is available but lacks 'file', 'function', 'visible', 'hidden_example', "
                               "'checkpoints' or 'planted'", at));
+    }
+    // The stage's files: plain names (the folder is the stage's), `file` first, none twice.
+    if (info.files.empty() && !info.file.empty()) info.files = {info.file};
+    if (!info.files.empty() && info.files.front() != info.file) {
+      return fail(fmt::format("{}.files must start with the stage file '{}'", at, info.file));
+    }
+    for (size_t f = 0; f < info.files.size(); ++f) {
+      const std::string& name = info.files[f];
+      if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+        return fail(fmt::format("{}.files: '{}' is not a plain file name", at, name));
+      }
+      if (std::find(info.files.begin(), info.files.begin() + static_cast<long>(f), name) != info.files.begin() + static_cast<long>(f)) {
+        return fail(fmt::format("{}.files lists '{}' twice", at, name));
+      }
     }
     table.stages.push_back(std::move(info));
   }

@@ -4,7 +4,8 @@
 //
 // A row (every field but number, dir, title, lesson and available is for available stages):
 //   number, dir ("01-block": its folder in stages/, solutions/, runner/stages/, docs/stages/
-//   as the lesson), file, function, title, lesson, visible, hidden_example (case files),
+//   as the lesson), file, files (optional: every file of the stage, plain names in its folder,
+//   `file` among them; the compiler sees only these), function, title, lesson, visible, hidden_example (case files),
 //   case_length ("T": one call of T tokens, or "steps": tokens per call),
 //   kernels (optional: the kernels a case may check on their own, each with the case fields
 //   its cases give besides T, seed and threads, [{"name": "matmul", "fields": ["out", "in",
@@ -52,7 +53,11 @@ struct KernelInfo {
 struct StageInfo {
   int number = 0;
   std::string dir;       // "01-block"
-  std::string file;      // "block.cc"
+  std::string file;      // "block.cc": the stage file the runner compiles
+  // Every file of the stage in its folder, `file` first (stage 5's decoder.cc includes five
+  // part files and a header): what the compiler sees, what a submission must hold, what
+  // `watch` watches. `files` in the row; just `file` when the row has none.
+  std::vector<std::string> files;
   std::string function;  // "decoder_block"
   std::string title;
   std::string lesson;    // relative to the workbook root

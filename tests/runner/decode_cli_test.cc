@@ -211,9 +211,11 @@ TEST_CASE("a hidden stage-2 case reports names, pass/fail and error sizes only")
   }
   const json report = json::parse(ran.out);
   for (const auto& c : report["cases"]) {
-    CHECK(Keys(c) == std::set<std::string>{"name", "hidden", "status", "first_failure", "headline", "checkpoints"});
+    CHECK(Keys(c) == std::set<std::string>{"name", "hidden", "status", "first_failure", "headline", "zeroed_because",
+                                           "checkpoints"});
     for (const auto& cp : c["checkpoints"]) {
-      CHECK(Keys(cp) == std::set<std::string>{"name", "status", "max_abs_error", "points", "max_points", "misconception"});
+      CHECK(Keys(cp) == std::set<std::string>{"name", "status", "max_abs_error", "points", "max_points", "misconception",
+                                              "never_written", "gated_by"});
       CHECK(cp["misconception"].is_null());
     }
   }

@@ -284,6 +284,92 @@ def main():
               f"setpgid-sleep: every case ends at its time limit ({r.get('status')}, {sorted(statuses)}, "
               f"{time.monotonic() - begin:.0f} s)")
 
+        # 13b. Right buffers, then a crash, the time limit or a flood of output: the run did not
+        # end as a program should, so each case scores 0 and its test says why, in every report.
+        def gradescope(results):
+            try:
+                return json.loads(results["gradescope"][1])
+            except (KeyError, ValueError):
+                return {}
+
+        for name, after, extra, why in [
+                ("crash-after-writing", "  raise(SIGSEGV);", [], "crashed"),
+                ("timeout-after-writing", "  for (;;) pause();", ["--time-limit", "2"], "time limit"),
+                ("flood-after-writing", "  for (int i = 0; i < (3 << 20); ++i) std::putchar('x');", [],
+                 "output limit")]:
+            results = run(name, wrapped(after, top="#include <csignal>\n#include <cstdio>\n#include <unistd.h>\n"),
+                          formats=["json", "gradescope"], extra=extra, timeout=300)
+            g = gradescope(results)
+            tests = g.get("tests", [])
+            check(bool(tests) and g.get("score") == 0 and all(t.get("score") == 0 and why in t.get("output", "")
+                                                             for t in tests),
+                  f"{name}: every case scores 0 and says it {why} (score {g.get('score')}; "
+                  f"{[t.get('output', '')[:80] for t in tests][:1]})")
+            cases = report(results).get("cases", [])
+            check(bool(cases) and all(why in (c.get("zeroed_because") or "") for c in cases)
+                  and all(cp.get("points") == 0 for c in cases for cp in c.get("checkpoints", [])),
+                  f"{name}: the JSON report gives each case 0 points, and why")
+
+        # 13c. A hidden buffer never written says so, not "max error about 0e+00".
+        never = ("#include <vector>\n#define decoder_block decoder_block_solution\n" + solution_text
+                 + "\n#undef decoder_block\n"
+                 "void decoder_block(int T, const float* w, const float* x, const float* ropeCos, "
+                 "const float* ropeSin, float* norm1, float* q, float* k, float* v, float* attnOut, "
+                 "float* residual1, float* norm2, float* ffnOut, float* output) {\n"
+                 "  static std::vector<float> elsewhere(1 << 22);\n"
+                 "  decoder_block_solution(T, w, x, ropeCos, ropeSin, norm1, q, k, v, attnOut, residual1, norm2, "
+                 "ffnOut, elsewhere.data());\n  (void)output;\n}\n")
+        results = run("never-written", never, formats=["text", "gradescope", "junit"])
+        outputs = " ".join(t.get("output", "") for t in gradescope(results).get("tests", []))
+        check("never written" in outputs and "nothing of it was written" in results["text"][1]
+              and "never written" in results["junit"][1],
+              f"never-written: a hidden buffer never written is named so in every format ({outputs[:160]!r})")
+
+        # 14. The solution by another name: a symbolic link to it, a hard link to it, the stage's
+        # folder a link to the solution's, a FIFO. Each is refused (bad usage, exit 2) with a
+        # message naming the file and why, and never graded.
+        solution_dir = os.path.dirname(os.path.abspath(solution))
+
+        def refused(name, make):
+            tree = os.path.join(work, name, "stages")
+            os.makedirs(tree)
+            try:
+                make(os.path.join(tree, "01-block"))
+            except OSError as e:  # a hard link across file systems: say so, do not pass silently
+                check(False, f"{name}: could not set the attack up ({e})")
+                return
+            p = subprocess.run([workbook, "check", "1", "--stages-dir", tree, "--cases", hidden, "--format", "json"],
+                               capture_output=True, text=True, timeout=600)
+            check(p.returncode == 2 and not p.stdout.strip() and "01-block" in p.stderr and "graded" in p.stderr,
+                  f"{name}: refused, no grade (exit {p.returncode}: {p.stderr.strip()[:200]}; stdout {p.stdout[:80]!r})")
+
+        def symlinked(stage):
+            os.makedirs(stage)
+            os.symlink(os.path.abspath(solution), os.path.join(stage, "block.cc"))
+
+        def hard_linked(stage):
+            os.makedirs(stage)
+            mine = os.path.join(work, "solution-copy.cc")  # a second name of a file outside the submission
+            shutil.copyfile(solution, mine)
+            os.link(mine, os.path.join(stage, "block.cc"))
+
+        def folder_linked(stage):
+            os.symlink(solution_dir, stage)
+
+        def fifo(stage):
+            os.makedirs(stage)
+            os.mkfifo(os.path.join(stage, "block.cc"))
+
+        for name, make in [("symlink", symlinked), ("hard-link", hard_linked), ("folder-symlink", folder_linked),
+                           ("fifo", fifo)]:
+            refused(name, make)
+
+        # 15. The solution included by its absolute path: the compiler sees only the stage's
+        # files, the contracts and the system's headers, so it is not there (with a view) or
+        # the build is refused (without one).
+        r = report(run("include-solution", f'#include "{os.path.abspath(solution)}"\n', formats=["json"]))
+        check(r.get("status") == "compile_error", f"include-solution: not graded ({r.get('status')})")
+
     return 1 if failures else 0
 
 
