@@ -291,6 +291,12 @@ bool HeadersUnchanged(const std::string& executable) {
 
 }  // namespace
 
+Status CopyStageFiles(const std::string& folder, const std::vector<std::string>& names, const std::string& into) {
+  auto read = ReadStageFiles(fsys::absolute(folder).lexically_normal(), names);
+  if (!read.ok()) return read.error();
+  return WriteStageFiles(*read, into);
+}
+
 Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std::string& source,
                                           const std::string& harnessLibrary, const std::string& cacheName) {
   std::error_code ec;

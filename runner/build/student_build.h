@@ -54,6 +54,12 @@ struct StudentBinary {
   bool stoppedAtLimit = false;  // not compiled because the compiler ran past its time or CPU limit
 };
 
+// Copies `names` from `folder` into `into` (a folder it makes), each read as the compiler's
+// copy is: a regular file of its own through a descriptor that follows no link, in a folder
+// that is no link; anything else is refused (bad usage, naming the file and why). For a
+// submission whose files are not in a stages/ tree (`grade`).
+Status CopyStageFiles(const std::string& folder, const std::vector<std::string>& names, const std::string& into);
+
 Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std::string& source,
                                           const std::string& harnessLibrary, const std::string& cacheName);
 

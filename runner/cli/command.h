@@ -35,6 +35,7 @@ Command AddHintCommand(CLI::App& app);
 Command AddListCommand(CLI::App& app);
 Command AddWatchCommand(CLI::App& app);
 Command AddBenchCommand(CLI::App& app);
+Command AddGradeCommand(CLI::App& app);
 // `generate`, which workbook-decoder runs (`workbook` hands it over, as a heavy stage's command).
 inline constexpr const char* kGenerateSummary = "Your decoder writes text: a prompt, sampling, tokens/s";
 Command AddGenerateCommand(CLI::App& app);

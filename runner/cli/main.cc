@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
       AddHintCommand(app),
       AddListCommand(app),
       AddBenchCommand(app),
+      AddGradeCommand(app),
   };
   if (!wb::HeavyStageBuilds().empty()) {
     commands.push_back(AddGenerateCommand(app));

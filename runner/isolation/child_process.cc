@@ -269,11 +269,12 @@ std::vector<ChildProcess> ChildrenOf(pid_t parent) {
 // sandbox uid's, or any when there is no sandbox uid); theirs come back for the next round.
 // Only this runner's own descendants are touched, so checks running side by side are safe.
 // Returns how many it killed.
-size_t KillLeftovers(const SandboxPlan& sandbox) {
+size_t KillLeftovers(const SandboxPlan& sandbox, const std::vector<pid_t>& spare) {
   size_t killed = 0;
   for (int round = 0; round < 1000; ++round) {
     bool found = false;
     for (const ChildProcess& child : ChildrenOf(getpid())) {
+      if (std::find(spare.begin(), spare.end(), child.pid) != spare.end()) continue;
       if (sandbox.dropPrivileges && RealUidOf(child.pid) != static_cast<long>(kSandboxUid)) continue;
       found = true;
       ChildHandle leftover(child.pid);
@@ -302,6 +303,8 @@ class NotDumpable {
 };
 
 }  // namespace
+
+size_t KillLeftoverProcesses(const std::vector<pid_t>& spare) { return KillLeftovers(CurrentSandbox(), spare); }
 
 std::string CapturedOutput::Text() const {
   if (totalBytes <= head.size() + tail.size()) return head + tail;
@@ -391,7 +394,7 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
   Drain(errFd, outcome.stderrText, limits.keepOutputBytes);
   // Killed one generation at a time, so each is counted while it still runs; then the
   // child's group once more, which by now holds nothing.
-  outcome.leftoverProcesses = KillLeftovers(sandbox);
+  outcome.leftoverProcesses = KillLeftovers(sandbox, {});
   child.Kill();
   if (outFd >= 0) close(outFd);
   if (errFd >= 0) close(errFd);

@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -53,6 +55,12 @@ struct ChildOutcome {
   CapturedOutput stdoutText;
   CapturedOutput stderrText;
 };
+
+// Kills and reaps the processes that ended up this process's children (it is a subreaper
+// once RunInChild has run, or once it asks for it) and run the student's code (the sandbox
+// uid's, or any when there is none), but those in `spare`; returns how many. For a process
+// that starts runners of its own (`grade`), after one of them was killed.
+size_t KillLeftoverProcesses(const std::vector<pid_t>& spare);
 
 Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& region,
                                   const ChildLimits& limits);

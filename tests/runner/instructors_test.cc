@@ -162,22 +162,62 @@ TEST_CASE("the guide's Gradescope trial run grades a solution to full marks and 
   std::filesystem::remove_all(base);
 }
 
-TEST_CASE("the guide's grading loop writes one report per submission and a summary") {
+TEST_CASE("the guide's grade command grades 5 submissions, one of which kills, one hangs and one forks") {
   const std::string guide = ReadFile(Source("docs/instructors.md"));
-  const std::string base = std::filesystem::temp_directory_path() / fmt::format("wb-loop-{}", getpid());
-  for (const char* student : {"ada", "bob"}) {
-    std::filesystem::create_directories(fmt::format("{}/submissions/{}/stages/01-block", base, student));
-  }
-  std::filesystem::copy_file(Source("solutions/01-block/block.cc"), base + "/submissions/ada/stages/01-block/block.cc");
-  std::filesystem::copy_file(Source("stages/01-block/block.cc"), base + "/submissions/bob/stages/01-block/block.cc");
+  const std::string base = std::filesystem::temp_directory_path() / fmt::format("wb-grade-{}", getpid());
+  const std::string solution = ReadFile(Source("solutions/01-block/block.cc"));
+  // The solution under another name, and a decoder_block that calls it, then does `after`.
+  const auto wrapped = [&](const std::string& top, const std::string& after) {
+    return top + "#define decoder_block decoder_block_solution\n" + solution + "\n#undef decoder_block\n" +
+           "void decoder_block(int T, const float* w, const float* x, const float* ropeCos, const float* ropeSin, "
+           "float* norm1, float* q, float* k, float* v, float* attnOut, float* residual1, float* norm2, "
+           "float* ffnOut, float* output) {\n  decoder_block_solution(T, w, x, ropeCos, ropeSin, norm1, q, k, v, "
+           "attnOut, residual1, norm2, ffnOut, output);\n" + after + "\n}\n";
+  };
+  const auto write = [&](const std::string& path, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::ofstream(path) << text;
+  };
+  write(base + "/submissions/ada/block.cc", solution);
+  write(base + "/submissions/bob/stages/01-block/block.cc", ReadFile(Source("stages/01-block/block.cc")));
+  // cat kills what it can reach: its runner, the runner's group, then joins it and kills that.
+  write(base + "/submissions/cat/01-block/block.cc",
+        wrapped("#include <csignal>\n#include <unistd.h>\n",
+                "  kill(getppid(), SIGKILL);\n  kill(-getpgid(getppid()), SIGKILL);\n"
+                "  setpgid(0, getpgid(getppid()));\n  kill(0, SIGKILL);"));
+  write(base + "/submissions/dan/block.cc", wrapped("", "  for (volatile int spin = 0;; ) spin = spin + 1;"));
+  write(base + "/submissions/eve/block.cc",
+        wrapped("#include <unistd.h>\n", "  for (int i = 0; i < 4; ++i) if (fork() == 0) { setsid(); for (;;) pause(); }"));
   std::string commands = CodeBlockAfter(guide, "With one folder per student");
   ReplaceAll(commands, "/path/to/hidden/stage01.json", Source("data/stage01/hidden-example.json"));
   ReplaceAll(commands, "./workbook", Quote(wbtest::Env("WB_RUNNER")));
   const auto ran = wbtest::RunShell("cd " + Quote(base) + " && " + commands);
-  CHECK(ran.status == 0);
-  CHECK(ReadFile(base + "/reports/summary.csv") == "ada,0\nbob,1\n");
-  CHECK(json::parse(ReadFile(base + "/reports/ada.json"))["status"] == "pass");
-  CHECK(json::parse(ReadFile(base + "/reports/bob.json"))["cases"][0]["first_failure"] == "norm1");
+  CHECK_MESSAGE(ran.status == 0, ran.err);
+  std::map<std::string, std::vector<std::string>> rows;
+  std::istringstream csv(ReadFile(base + "/grades/gradebook.csv"));
+  std::string line;
+  std::getline(csv, line);
+  CHECK(line.rfind("student,score,max,status,first_failure,one-token,", 0) == 0);
+  while (std::getline(csv, line)) {
+    std::vector<std::string> fields;
+    std::istringstream split(line);
+    for (std::string field; std::getline(split, field, ',');) fields.push_back(field);
+    rows[fields.at(0)] = fields;
+  }
+  REQUIRE(rows.size() == 5);
+  CHECK(rows["ada"][3] == "pass");
+  CHECK(rows["ada"][1] == rows["ada"][2]);
+  CHECK(rows["ada"][1] != "0");
+  CHECK(rows["bob"][1] == "0");
+  CHECK(rows["bob"][4] == "one-token: norm1");
+  CHECK(rows["cat"][1] == "0");
+  CHECK(rows["cat"][4] == "one-token: crash");
+  CHECK(rows["dan"][1] == "0");
+  CHECK(rows["dan"][4] == "one-token: timeout");
+  CHECK(rows["eve"][3] == "pass");  // its daemons are killed after each case
+  for (const char* student : {"ada", "bob", "cat", "dan", "eve"}) {
+    CHECK(json::parse(ReadFile(base + "/grades/" + student + ".json"))["cases"].size() == 5);
+  }
   std::filesystem::remove_all(base);
 }
 
