@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -176,6 +177,30 @@ void ReplaceAll(std::string& text, const std::string& from, const std::string& t
   }
 }
 
+// The symbols a stage file may not call by name, each a way around a check of the runner's:
+// glibc's own allocators beside the counted malloc (any __libc_ name), the system calls that
+// map or grow memory, raw system calls, loading code, and making, replacing or tracing
+// processes. The first one `nm -P -u`'s listing names ("NAME U" lines, and "FILE:" headers
+// when it lists several objects), or "".
+std::string FirstRefusedSymbol(const std::string& listing) {
+  static const char* const kRefused[] = {
+      "mmap", "mmap64", "__mmap", "mremap", "__mremap", "brk", "__brk", "sbrk", "__sbrk", "syscall",
+      "dlopen", "dlmopen", "dlsym", "dlvsym", "fork", "__fork", "vfork", "_Fork", "clone", "__clone", "clone3",
+      "ptrace", "execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve", "execveat",
+      "posix_spawn", "posix_spawnp", "system", "popen"};
+  std::istringstream lines(listing);
+  for (std::string line; std::getline(lines, line);) {
+    const std::string name = line.substr(0, line.find(' '));
+    if (name.empty() || name.back() == ':') continue;
+    const std::string bare = name.substr(0, name.find('@'));  // "mmap@GLIBC_2.2.5"
+    if (bare.rfind("__libc_", 0) == 0) return bare;
+    for (const char* refused : kRefused) {
+      if (bare == refused) return bare;
+    }
+  }
+  return "";
+}
+
 // Every file the compiler may include from a folder (its own folder for the stage file,
 // the contract headers): names and contents, in name order.
 uint64_t HashFolder(const fsys::path& folder, uint64_t key) {
@@ -220,7 +245,8 @@ std::string TrimCompilerOutput(const std::string& output, uint64_t totalBytes) {
     text += fmt::format("[... {} more bytes of compiler output, not shown]\n", totalBytes - std::min<uint64_t>(totalBytes, text.size()));
   }
   if (redefinesHarness) {
-    text += "Your file defines a symbol the harness defines (`main`, or one of its own functions): a stage file "
+    text += "Your file defines a symbol the harness defines (`main`, operator new or delete, or one of its own "
+            "functions): a stage file "
             "defines the stage function and its helpers only; the harness is the program around it.\n";
   }
   if (missingInclude) {
@@ -411,22 +437,6 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
     if (sandbox.dropPrivileges && chown(work.c_str(), kSandboxUid, kSandboxGid) != 0) {
       return SystemError(fmt::format("{}: cannot hand the folder to the compiler's uid: {}", work, std::strerror(errno)));
     }
-    const std::string output = work + "/harness";
-    std::vector<std::string> argv = setup.compiler;
-    argv.insert(argv.end(), setup.flags.begin(), setup.flags.end());
-    for (const auto& [copy, original] : copies) argv.push_back(fmt::format("-ffile-prefix-map={}={}", copy, original));
-    if (!preludeFiles.empty()) argv.insert(argv.end(), {"-include", preludeFiles[0]});
-    // The whole harness library is linked, not just the members the student's object needs,
-    // so a file that defines `main` or any of the harness's own symbols is a link error
-    // ("multiple definition"), never a silent replacement of the harness.
-    const std::string dependencies = work + "/harness.d";
-    argv.insert(argv.end(), {"-MD", "-MF", dependencies, "-I", contracts.string()});
-    if (!folders.empty()) argv.insert(argv.end(), {"-I", setup.sourceRoot});
-    // The extra sources first: the dependency record GCC writes is the last file's, the stage's own.
-    for (size_t i = 1; i < copies.size(); ++i) argv.push_back(copies[i].first + "/" + (*snapshots)[i].files[0].first);
-    argv.insert(argv.end(), {compiledSource, "-Wl,--whole-archive", library.string(), "-Wl,--no-whole-archive"});
-    argv.insert(argv.end(), setup.linkArgs.begin(), setup.linkArgs.end());
-    argv.insert(argv.end(), {"-o", output});
     CompilerView view;
     view.readOnly = {contracts.string(), library.string()};
     view.readOnly.insert(view.readOnly.end(), folders.begin(), folders.end());
@@ -435,8 +445,65 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
     view.writable = work;
     CompileLimits limits;
     limits.wallSeconds = setup.wallSeconds;
-    auto ran = RunCompiler(argv, view, limits);
-    if (!ran.ok()) return ran.error();
+    // Three steps, each confined alike: each source compiled on its own (the extras first,
+    // then the stage's; GCC's dependency record is the stage's), the objects' undefined
+    // symbols listed (nm), and the link.
+    const std::string dependencies = work + "/harness.d";
+    std::vector<std::string> sources;  // as compiled
+    for (size_t i = 1; i < copies.size(); ++i) sources.push_back(copies[i].first + "/" + (*snapshots)[i].files[0].first);
+    sources.push_back(compiledSource);
+    std::vector<std::string> objects;
+    std::string messages;
+    uint64_t messageBytes = 0;
+    std::optional<CommandResult> failed;  // the step that did not succeed, if one did not
+    for (size_t i = 0; i < sources.size() && !failed; ++i) {
+      std::vector<std::string> argv = setup.compiler;
+      argv.insert(argv.end(), setup.flags.begin(), setup.flags.end());
+      for (const auto& [copy, original] : copies) argv.push_back(fmt::format("-ffile-prefix-map={}={}", copy, original));
+      if (!preludeFiles.empty()) argv.insert(argv.end(), {"-include", preludeFiles[0]});
+      if (i + 1 == sources.size()) argv.insert(argv.end(), {"-MD", "-MF", dependencies});
+      argv.insert(argv.end(), {"-I", contracts.string()});
+      if (!folders.empty()) argv.insert(argv.end(), {"-I", setup.sourceRoot});
+      objects.push_back(fmt::format("{}/object-{}.o", work, i));
+      argv.insert(argv.end(), {"-c", sources[i], "-o", objects.back()});
+      auto ran = RunCompiler(argv, view, limits);
+      if (!ran.ok()) return ran.error();
+      messages += ran->output;
+      messageBytes += ran->outputBytes;
+      if (ran->timedOut || ran->exitStatus != 0) failed = *ran;
+    }
+    // What the student's objects call by name: the policy below refuses a file that would go
+    // around the runner's checks.
+    std::string undefined;
+    if (!failed) {
+      std::vector<std::string> argv = {"nm", "-P", "-u"};
+      argv.insert(argv.end(), objects.begin(), objects.end());
+      auto listed = RunCompiler(argv, view, limits);
+      if (!listed.ok()) return listed.error();
+      if (listed->timedOut || listed->exitStatus != 0) {
+        return SystemError(fmt::format("nm could not list the symbols of the compiled stage file (exit status {}): {}",
+                                       listed->exitStatus, listed->output.substr(0, 400)));
+      }
+      undefined = listed->output;
+    }
+    const std::string refusedSymbol = failed ? "" : FirstRefusedSymbol(undefined);
+    // The whole harness library is linked, not just the members the student's object needs,
+    // so a file that defines `main`, operator new or any of the harness's own symbols is a
+    // link error ("multiple definition"), never a silent replacement of the harness.
+    const std::string output = work + "/harness";
+    if (!failed && refusedSymbol.empty()) {
+      std::vector<std::string> argv = setup.compiler;
+      argv.insert(argv.end(), setup.flags.begin(), setup.flags.end());
+      argv.insert(argv.end(), objects.begin(), objects.end());
+      argv.insert(argv.end(), {"-Wl,--whole-archive", library.string(), "-Wl,--no-whole-archive"});
+      argv.insert(argv.end(), setup.linkArgs.begin(), setup.linkArgs.end());
+      argv.insert(argv.end(), {"-o", output});
+      auto linked = RunCompiler(argv, view, limits);
+      if (!linked.ok()) return linked.error();
+      messages += linked->output;
+      messageBytes += linked->outputBytes;
+      if (linked->timedOut || linked->exitStatus != 0) failed = *linked;
+    }
     // A file saved while the compiler ran may or may not be in what it made (or in its
     // messages), so that build belongs to no key: it is dropped and the newest files compiled.
     auto now = readAll();
@@ -446,19 +513,28 @@ Expected<StudentBinary> BuildStageHarness(const CompilerSetup& setup, const std:
       return BadUsage(fmt::format("{}: the stage's files changed during each of {} compiles in a row; check again "
                                   "once they are saved", source, kCompileAttempts));
     }
-    std::string messages = ran->output;
     for (const auto& [copy, original] : copies) ReplaceAll(messages, copy, original);
-    binary.diagnostics = TrimCompilerOutput(messages, ran->outputBytes);
-    if (ran->timedOut || ran->exitStatus != 0) {
-      const bool cpuLimit = ran->exitStatus == 128 + SIGKILL || ran->exitStatus == 128 + SIGXCPU;
-      binary.stoppedAtLimit = ran->timedOut || cpuLimit;
-      if (ran->timedOut) {
+    binary.diagnostics = TrimCompilerOutput(messages, messageBytes);
+    if (failed) {
+      const bool cpuLimit = failed->exitStatus == 128 + SIGKILL || failed->exitStatus == 128 + SIGXCPU;
+      binary.stoppedAtLimit = failed->timedOut || cpuLimit;
+      if (failed->timedOut) {
         binary.diagnostics += fmt::format("The compiler was still running after {:.0f} s, its time limit, and was stopped.\n",
                                           limits.wallSeconds);
       } else if (cpuLimit) {
         binary.diagnostics += "The compiler was stopped at its CPU-time limit.\n";
       }
       binary.compiled = false;
+      return binary;
+    }
+    if (!refusedSymbol.empty()) {
+      binary.compiled = false;
+      binary.diagnostics += fmt::format(
+          "Your code calls {}, which a stage file may not: glibc's own allocators (__libc_malloc, ...), the memory "
+          "system calls (mmap, mremap, brk, sbrk), raw system calls (syscall), loading code (dlopen, dlsym) and "
+          "starting or tracing processes (fork, exec, ptrace, system) would each go around what the runner checks. "
+          "Allocate with new or a std::vector, which are counted, or not at all.\n",
+          refusedSymbol);
       return binary;
     }
     // What the compile read: the copy, the contracts, the source folders, the prelude and

@@ -1,8 +1,11 @@
 // Counts the heap allocations of the process it is linked into.
 //
 // Contract: AllocationsSoFar() is the number of calls, from any thread, to malloc, calloc,
-// realloc, memalign, aligned_alloc and posix_memalign since the process started (operator
-// new reaches malloc). Linking allocation_count.cc replaces those functions with versions
+// realloc, memalign, aligned_alloc and posix_memalign since the process started. Every
+// replaceable operator new and delete is defined here too, on top of malloc and free, so new
+// is counted and a stage file cannot replace it (a link error); the student build refuses a
+// stage file that calls glibc's own allocators or the memory system calls by name
+// (runner/build/student_build.h). Linking allocation_count.cc replaces those functions with versions
 // that count and then call glibc's own (__libc_malloc and friends, which glibc exports for
 // this purpose). Under AddressSanitizer, which replaces malloc itself, nothing is replaced
 // and the count stays 0: callers must not read a 0 as a promise then (AllocationsCounted()).
