@@ -45,6 +45,9 @@ struct CompilerSetup {
   // The stage's files, by name, in the stage file's folder (data/stages.json's "files"; the
   // stage file's name alone when empty). Only these are copied for the compiler.
   std::vector<std::string> stageFiles;
+  // Whether the stage counts its allocations (stage 5's "allocations"): then the objects'
+  // undefined symbols are listed and a file that names a way around the count is refused.
+  bool refuseUncountedAllocation = false;
 };
 
 struct StudentBinary {

@@ -130,6 +130,8 @@ Expected<Implementation> PrepareImplementation(const CheckOptions& o, const Stag
   setup.linkArgs = SplitList(build.childLinkArgs, ' ');
   setup.extraSources = o.kernelFiles;
   setup.stageFiles = stage.files;
+  setup.refuseUncountedAllocation = std::find(stage.caseCheckpoints.begin(), stage.caseCheckpoints.end(),
+                                              "allocations") != stage.caseCheckpoints.end();
   const char* library = mineKernels ? build.mineKernelsHarnessLibrary : build.harnessLibrary;
   // One cached build per stage, per tree and per harness (the check's or the bench's), so
   // graders can check many trees at once and a bench does not undo a check's build.
