@@ -22,10 +22,13 @@
 // Exit status: 0 measured; 1 the decoder failed the check or failed while timed; 2 bad usage.
 #include "decoder_bench.h"
 
+#include "runner/isolation/child_process.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -223,11 +226,20 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
     std::fflush(stdout);
   }
   for (const std::string& model : models) {
-    auto timed = RunJsonProgram({program->path, "--model", model, "--bench", "--bench-threads", "1,2",
-                                 "--bench-repeats", std::to_string(o.repeats), "--cache", "f16",
-                                 "--decoder-name", program->decoderName},
-                                fmt::format("the decoder's bench on {}", model), 3600);
-    if (!timed) return ReportError(timed.error());
+    // The decoder (the student's, with --mine) runs confined, as check's child does, seeing
+    // only the model.
+    const std::vector<std::string> readable = ModelReadablePaths(model);
+    auto confined = RunConfinedProgram({program->path, "--model", readable.front(), "--bench", "--bench-threads",
+                                        "1,2", "--bench-repeats", std::to_string(o.repeats), "--cache", "f16",
+                                        "--decoder-name", program->decoderName},
+                                       {.wallSeconds = 3600, .memoryBytes = 0, .readablePaths = readable}, -1);
+    if (!confined) return ReportError(confined.error());
+    if (confined->timedOut) {
+      return ReportError(SystemError(fmt::format("the decoder's bench on {} ran past 3600 s and was stopped", model)));
+    }
+    std::optional<ProgramOutput> timed = ProgramOutput{
+        confined->exitStatus, nlohmann::json::parse(confined->stdoutText, nullptr, false)};
+    if (timed->json.is_discarded()) timed->json = nullptr;
     if (timed->exitStatus != 0 || !timed->json.is_object()) {
       std::fprintf(progress, "bench: %s failed while timed on %s (its message is above)\n",
                    program->decoderName.c_str(), model.c_str());

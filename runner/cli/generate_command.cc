@@ -18,11 +18,15 @@
 #include <string>
 #include <vector>
 
+#include <csignal>
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "command.h"
 #include "generate_program.h"
 #include "runner/generate/generate_paths.h"
+#include "runner/isolation/child_process.h"
 #include "runner/engine/check.h"
 #include "runner/engine/paths.h"
 #include "runner/generate/generate_options.h"
@@ -34,6 +38,23 @@ namespace wb::cli {
 namespace {
 constexpr int kGenerateStage = 5;
 }  // namespace
+
+std::vector<std::string> ModelReadablePaths(const std::string& model) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (model.empty()) return {};
+  std::vector<std::string> paths = {fs::absolute(model, ec).lexically_normal().string()};
+  const auto add = [&](const fs::path& path) {
+    if (!fs::is_symlink(fs::symlink_status(path, ec))) return;
+    const fs::path target = fs::weakly_canonical(path, ec);
+    if (!ec) paths.push_back(target.string());
+  };
+  add(paths.front());
+  if (fs::is_directory(paths.front(), ec)) {
+    for (const auto& entry : fs::directory_iterator(paths.front(), ec)) add(entry.path());
+  }
+  return paths;
+}
 
 // The program to run: prebuilt, or the stage file compiled against the generate library.
 Expected<GenerateBinary> GenerateProgram(const GenerateChoice& choice) {
@@ -101,14 +122,16 @@ Command AddGenerateCommand(CLI::App& app) {
                                                   program->path));
             }
             settings->decoderName = program->decoderName;
+            // The decoder runs confined, as check's child does: it reads the model and nothing
+            // else of the caller's, from "/", so the model's path is made absolute.
+            const std::vector<std::string> readable = ModelReadablePaths(settings->model);
+            if (!readable.empty()) settings->model = readable.front();
             std::vector<std::string> args = generate::ToArguments(*settings);
             args.insert(args.begin(), program->path);
-            std::vector<char*> argv;
-            for (std::string& a : args) argv.push_back(a.data());
-            argv.push_back(nullptr);
-            std::fflush(stdout);
-            ::execv(argv[0], argv.data());
-            return ReportError(SystemError(fmt::format("cannot run {}: {}", program->path, std::strerror(errno))));
+            auto ran = RunConfinedProgram(args, {.wallSeconds = 0, .memoryBytes = 0, .readablePaths = readable},
+                                          STDOUT_FILENO);
+            if (!ran.ok()) return ReportError(ran.error());
+            return ran->interrupted && ran->exitStatus == 128 + SIGINT ? kExitFail : ran->exitStatus;
           }};
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/expected.h"
 
@@ -22,5 +23,11 @@ struct GenerateBinary {
 };
 
 Expected<GenerateBinary> GenerateProgram(const GenerateChoice& choice);
+
+// What the generate program must read of a model: the file or folder, absolute, and, where it
+// or an entry of the folder is a symbolic link (a Hugging Face cache's snapshots link into its
+// blobs), where each link leads. The program runs confined (RunConfinedProgram), from "/",
+// seeing only these; `model` in its arguments must be the first of them.
+std::vector<std::string> ModelReadablePaths(const std::string& model);
 
 }  // namespace wb::cli

@@ -95,7 +95,9 @@ std::vector<std::string> ChildEnvironment() {
 struct ChildSetup {
   std::string harness;     // the private copy, at the same path inside the view
   std::string scratch;     // an empty folder for the view's root
-  std::string fdArgument;  // the region's descriptor number, as text
+  // After the program's name: the region's descriptor number, as text, for a harness; a
+  // program's own arguments for RunConfinedProgram.
+  std::vector<std::string> arguments;
   std::vector<std::string> environment;
   double wallSeconds = 0;
   uint64_t addressSpaceBytes = 0;  // 0: none before exec
@@ -113,12 +115,14 @@ struct ChildSetup {
 
 [[noreturn]] void ExecChild(const ChildSetup& setup, int regionFd, int outFd, int errFd, int execFd,
                             const SandboxPlan& sandbox) {
-  // The region's and the report's descriptors move out of the way first, then to their
-  // numbers: no dup2 below can overwrite one still needed.
-  const int highRegion = fcntl(regionFd, F_DUPFD, 100);
+  // Every descriptor the child keeps moves out of the way first, then to its number: no dup2
+  // below can overwrite one still needed (a runner with few files open has its pipes at 3 and 4).
+  const int highRegion = regionFd < 0 ? -1 : fcntl(regionFd, F_DUPFD, 100);
   const int highExec = fcntl(execFd, F_DUPFD_CLOEXEC, 100);
-  if (highRegion < 0 || highExec < 0 || dup2(highExec, kExecReportFd) != kExecReportFd ||
-      fcntl(kExecReportFd, F_SETFD, FD_CLOEXEC) != 0) {
+  const int highOut = fcntl(outFd, F_DUPFD, 100);
+  const int highErr = fcntl(errFd, F_DUPFD, 100);
+  if ((regionFd >= 0 && highRegion < 0) || highExec < 0 || highOut < 0 || highErr < 0 ||
+      dup2(highExec, kExecReportFd) != kExecReportFd || fcntl(kExecReportFd, F_SETFD, FD_CLOEXEC) != 0) {
     const char why[] = "moving the descriptors";
     (void)!write(execFd, why, sizeof why - 1);
     _exit(shm::kExecFailedExit);
@@ -128,12 +132,17 @@ struct ChildSetup {
   SetLimit(RLIMIT_FSIZE, kChildFileBytes, kChildFileBytes);
   // CPU time is summed over threads, so the backstop behind the wall clock allows every core
   // for the whole time limit (stage 3+ code runs OpenMP); then SIGXCPU, then SIGKILL.
+  // No wall-clock limit (an interactive program's): no CPU limit either.
   const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-  const rlim_t cpu = static_cast<rlim_t>(std::ceil(setup.wallSeconds * static_cast<double>(cores))) + 1;
-  SetLimit(RLIMIT_CPU, cpu, cpu + 1);
-  if (dup2(outFd, STDOUT_FILENO) < 0 || dup2(errFd, STDERR_FILENO) < 0 || dup2(highRegion, kRegionFd) < 0) {
+  if (setup.wallSeconds > 0) {
+    const rlim_t cpu = static_cast<rlim_t>(std::ceil(setup.wallSeconds * static_cast<double>(cores))) + 1;
+    SetLimit(RLIMIT_CPU, cpu, cpu + 1);
+  }
+  if (dup2(highOut, STDOUT_FILENO) < 0 || dup2(highErr, STDERR_FILENO) < 0 ||
+      (highRegion >= 0 && dup2(highRegion, kRegionFd) < 0)) {
     Refuse("dup2");
   }
+  if (highRegion < 0) close(kRegionFd);  // a program has no region: nothing of the runner's there
   const int stdinFd = open("/dev/null", O_RDONLY);
   if (stdinFd < 0 || dup2(stdinFd, STDIN_FILENO) < 0) Refuse("stdin from /dev/null");
   for (int fd = kExecReportFd + 1; fd < 1024; ++fd) close(fd);
@@ -148,8 +157,10 @@ struct ChildSetup {
   std::vector<char*> env;
   for (const std::string& entry : setup.environment) env.push_back(const_cast<char*>(entry.c_str()));
   env.push_back(nullptr);
-  char* argv[] = {const_cast<char*>(setup.harness.c_str()), const_cast<char*>(setup.fdArgument.c_str()), nullptr};
-  execve(setup.harness.c_str(), argv, env.data());
+  std::vector<char*> argv = {const_cast<char*>(setup.harness.c_str())};
+  for (const std::string& argument : setup.arguments) argv.push_back(const_cast<char*>(argument.c_str()));
+  argv.push_back(nullptr);
+  execve(setup.harness.c_str(), argv.data(), env.data());
   Refuse("execve");
 }
 
@@ -302,6 +313,16 @@ class NotDumpable {
   int before_;
 };
 
+// What the report pipe of a child says once it is closed: nothing when exec succeeded (the pipe
+// is close-on-exec), else why a step of the sandbox before it failed.
+std::string ReadExecReport(int fd) {
+  char why[256] = {};
+  ssize_t said = 0;
+  while ((said = read(fd, why, sizeof(why) - 1)) < 0 && errno == EINTR) {
+  }
+  return said > 0 ? std::string(why, static_cast<size_t>(said)) : std::string();
+}
+
 }  // namespace
 
 size_t KillLeftoverProcesses(const std::vector<pid_t>& spare) { return KillLeftovers(CurrentSandbox(), spare); }
@@ -332,7 +353,7 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
   setup.harness = privateCopy->path();
   setup.scratch = privateCopy->scratch();
   setup.readable = limits.readablePaths;
-  setup.fdArgument = std::to_string(kRegionFd);
+  setup.arguments = {std::to_string(kRegionFd)};
   setup.environment = ChildEnvironment();
   setup.wallSeconds = limits.wallSeconds;
 #ifndef __SANITIZE_ADDRESS__
@@ -353,12 +374,7 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
   out.CloseWrite();
   err.CloseWrite();
   execReport.CloseWrite();
-  // The report pipe closes at exec (close-on-exec) or carries why a step before it failed.
-  char why[256] = {};
-  ssize_t said = 0;
-  while ((said = read(execReport.read, why, sizeof(why) - 1)) < 0 && errno == EINTR) {
-  }
-  if (said > 0) {
+  if (const std::string why = ReadExecReport(execReport.read); !why.empty()) {
     child.KillAndReap(nullptr);
     return InternalError(fmt::format("cannot start the sandboxed child for {} ({}): this is a bug in the workbook "
                                      "or a limit of this machine; rebuild with ./workbook, and report it if it persists",
@@ -425,6 +441,137 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
     }
   }
   return outcome;
+}
+
+}  // namespace wb
+
+namespace wb {
+namespace {
+
+volatile sig_atomic_t g_interruptsToForward = 0;
+
+void CountInterrupt(int) { g_interruptsToForward = g_interruptsToForward + 1; }
+
+// Writes all of `data` to `fd` (a terminal or a pipe that may take it in parts).
+void WriteAll(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t written = write(fd, data, n);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) return;  // the reader went away: what is left is dropped
+    data += written;
+    n -= static_cast<size_t>(written);
+  }
+}
+
+}  // namespace
+
+Expected<ProgramRun> RunConfinedProgram(const std::vector<std::string>& argv, const ProgramLimits& limits,
+                                        int relayStdout) {
+  if (argv.empty() || access(argv[0].c_str(), X_OK) != 0) {
+    return BadUsage(fmt::format("cannot run {}: {}", argv.empty() ? "" : argv[0], std::strerror(errno)));
+  }
+  Pipe out, err, execReport;
+  for (Pipe* pipe : {&out, &err, &execReport}) {
+    if (!pipe->Open()) return SystemError(fmt::format("pipe: {}", std::strerror(errno)));
+  }
+  const SandboxPlan& sandbox = CurrentSandbox();
+  auto privateCopy = PrivateHarness::Copy(argv[0]);
+  if (!privateCopy.ok()) return privateCopy.error();
+  ChildSetup setup;
+  setup.harness = privateCopy->path();
+  setup.scratch = privateCopy->scratch();
+  setup.readable = limits.readablePaths;
+  setup.arguments.assign(argv.begin() + 1, argv.end());
+  setup.environment = ChildEnvironment();
+  setup.wallSeconds = limits.wallSeconds;
+#ifndef __SANITIZE_ADDRESS__
+  setup.addressSpaceBytes = limits.memoryBytes;
+#endif
+  setup.runner = getpid();
+  const NotDumpable notDumpable;
+  static const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+  (void)subreaper;
+  std::fflush(nullptr);  // nothing buffered here is printed twice by the child's copy
+  // Ctrl-C reaches the runner's process group, not the program's: it is passed on, so the
+  // program can stop as it would at a terminal (generate ends its text and prints its figures).
+  struct sigaction forward {}, previous {};
+  forward.sa_handler = CountInterrupt;
+  sigemptyset(&forward.sa_mask);
+  g_interruptsToForward = 0;
+  sigaction(SIGINT, &forward, &previous);
+  struct RestoreInterrupt {
+    struct sigaction* previous;
+    ~RestoreInterrupt() { sigaction(SIGINT, previous, nullptr); }
+  } restore{&previous};
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) return SystemError(fmt::format("fork: {}", std::strerror(errno)));
+  if (pid == 0) {
+    sigaction(SIGINT, &previous, nullptr);
+    ExecChild(setup, -1, out.write, err.write, execReport.write, sandbox);
+  }
+  setpgid(pid, pid);
+  ChildHandle child(pid);
+  out.CloseWrite();
+  err.CloseWrite();
+  execReport.CloseWrite();
+  if (const std::string why = ReadExecReport(execReport.read); !why.empty()) {
+    child.KillAndReap(nullptr);
+    return InternalError(fmt::format("cannot start {} in the sandbox ({}): this is a bug in the workbook or a limit of "
+                                     "this machine", argv[0], why));
+  }
+  ProgramRun run;
+  int fds[2] = {out.read, err.read};
+  out.read = err.read = -1;
+  for (const int fd : fds) fcntl(fd, F_SETFL, O_NONBLOCK);
+  const auto relay = [&](int& fd, int to) {
+    if (fd < 0) return;
+    char chunk[65536];
+    for (;;) {
+      const ssize_t n = read(fd, chunk, sizeof chunk);
+      if (n > 0) {
+        if (to >= 0) {
+          WriteAll(to, chunk, static_cast<size_t>(n));
+        } else {
+          run.stdoutText.append(chunk, static_cast<size_t>(n));
+        }
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      close(fd);
+      fd = -1;
+      return;
+    }
+  };
+  int status = 0;
+  int forwarded = 0;
+  for (;;) {
+    pollfd polled[3] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}, {child.endedFd(), POLLIN, 0}};
+    poll(polled, 3, 50);
+    relay(fds[0], relayStdout);
+    relay(fds[1], STDERR_FILENO);
+    for (; forwarded < g_interruptsToForward; ++forwarded) {
+      kill(pid, SIGINT);
+      run.interrupted = true;
+    }
+    if (child.TryReap(&status)) break;
+    if (limits.wallSeconds > 0 &&
+        std::chrono::steady_clock::now() - start >= std::chrono::duration<double>(limits.wallSeconds)) {
+      child.KillAndReap(&status);
+      run.timedOut = true;
+      break;
+    }
+  }
+  relay(fds[0], relayStdout);
+  relay(fds[1], STDERR_FILENO);
+  KillLeftovers(sandbox, {});
+  child.Kill();
+  for (const int fd : fds) {
+    if (fd >= 0) close(fd);
+  }
+  run.exitStatus = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run;
 }
 
 }  // namespace wb

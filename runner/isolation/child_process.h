@@ -1,4 +1,5 @@
-// Runs a harness executable in a child process over a shared region, under limits.
+// Runs a harness executable in a child process over a shared region, under limits; and a
+// whole program that runs student code under the same walls (RunConfinedProgram).
 //
 // Contract: RunInChild always returns an outcome for anything the student's code does
 // (returns, crashes, hangs, exits early, floods its output); an error only when the runner
@@ -61,6 +62,29 @@ struct ChildOutcome {
 // uid's, or any when there is none), but those in `spare`; returns how many. For a process
 // that starts runners of its own (`grade`), after one of them was killed.
 size_t KillLeftoverProcesses(const std::vector<pid_t>& spare);
+
+// A whole program that runs student code (generate --mine, bench 5's timed decoder), confined
+// as a harness is: the same sandbox (runner/isolation/sandbox.h), its own private copy, an
+// environment of its own, stdin /dev/null, a process group of its own, the files of
+// `readablePaths` readable and nothing else of the workbook's or the caller's. Its stdout is
+// passed on to `relayStdout` as it comes (kept in stdoutText when -1), its stderr to this
+// process's; an interrupt (Ctrl-C) of this process is passed on to it. wallSeconds 0: no time
+// limit (an interactive program, which Ctrl-C ends); memoryBytes 0: no address-space limit.
+struct ProgramLimits {
+  double wallSeconds = 0;
+  uint64_t memoryBytes = 0;
+  std::vector<std::string> readablePaths;
+};
+
+struct ProgramRun {
+  int exitStatus = 0;  // its exit status, or 128 + the signal that ended it
+  bool timedOut = false;
+  bool interrupted = false;
+  std::string stdoutText;  // with relayStdout -1
+};
+
+Expected<ProgramRun> RunConfinedProgram(const std::vector<std::string>& argv, const ProgramLimits& limits,
+                                        int relayStdout);
 
 Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& region,
                                   const ChildLimits& limits);
