@@ -24,6 +24,10 @@
 //                          as float(w + 1): Gemma's 1 + w added to a weight that holds it
 //   embeddingScaleMissing  the embeddings not scaled by √H (configs with kSqrtHidden)
 //   windowOffByOne         a sliding layer's query at p sees p - W <= j <= p: one key more
+//   ropeNotApplied         q and k left unrotated (every family)
+//   qkNormSkipped          q and k rotated without their QK-norm (QK-norm families)
+//   windowOnAllLayers      the sliding window on every layer, global ones too (configs with
+//                          both kinds: gemma3)
 // Mistakes that are a different config or weights are made by the caller on a copy instead:
 // RoPE pairing (config.ropePairing), renormalisation (config.renormaliseTopK), a tied or
 // untied head (config.tiedHead with BindWeights, or weights.head = weights.embedding), the
@@ -53,6 +57,9 @@ struct DecoderOptions {
   bool normWeightPlusOneAgain = false;
   bool embeddingScaleMissing = false;
   bool windowOffByOne = false;
+  bool ropeNotApplied = false;
+  bool qkNormSkipped = false;
+  bool windowOnAllLayers = false;
 };
 
 }  // namespace ref

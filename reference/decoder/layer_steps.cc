@@ -127,12 +127,15 @@ wb::Expected<QkvStep> StepQkv(const StepContext& ctx, std::span<const double> no
   const RopeTable rope = MakeRopeTable(ctx.firstPosition, t, frequencies.inverse, frequencies.attentionFactor);
   const RopePairing pairing = RecipeOf(c).ropePairing;
   auto rotate = [&] {
+    if (ctx.options.ropeNotApplied) return;
     ApplyRope(out.q, t, c.heads, c.headDim, rope.cos, rope.sin, pairing, RopeDirection::kForward);
     ApplyRope(out.k, t, c.kvHeads, c.headDim, rope.cos, rope.sin, pairing, RopeDirection::kForward);
   };
   if (ctx.options.qkNormAfterRope) rotate();
-  QkNormalise(ctx, out.q, c.heads, w.qNorm);
-  QkNormalise(ctx, out.k, c.kvHeads, w.kNorm);
+  if (!ctx.options.qkNormSkipped) {
+    QkNormalise(ctx, out.q, c.heads, w.qNorm);
+    QkNormalise(ctx, out.k, c.kvHeads, w.kNorm);
+  }
   if (!ctx.options.qkNormAfterRope) rotate();
   return out;
 }
@@ -153,7 +156,7 @@ std::vector<double> StepAttention(const StepContext& ctx, std::span<const double
   span.queries = ctx.rows;
   span.firstQueryPosition = ctx.firstPosition;
   span.keys = ctx.firstPosition + ctx.rows;
-  if (c.layers[ctx.layer].sliding) {
+  if (c.layers[ctx.layer].sliding || (ctx.options.windowOnAllLayers && c.slidingWindow > 0)) {
     span.window = c.slidingWindow + (ctx.options.windowOffByOne ? 1 : 0);  // keys p - W < j <= p
   }
   assert(q.size() == static_cast<size_t>(ctx.rows) * c.qWidth());

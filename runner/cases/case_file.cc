@@ -119,6 +119,9 @@ Status ReadModelFields(const json& c, const std::string& named, const StageInfo&
   spec.cache = "f32";
   if (auto read = one_of("cache", stage.cacheTypes, false, spec.cache); !read.ok()) return read;
   if (auto read = ReadCount(c, named, "page_size", kMaxCaseTokens, spec.pageSize); !read.ok()) return read;
+  std::string logits = "all";
+  if (auto read = one_of("logits", {"all", "last"}, false, logits); !read.ok()) return read;
+  spec.lastLogitsOnly = logits == "last";
   return ReadCount(c, named, "threads", kMaxCaseThreads, spec.threads);
 }
 
@@ -169,7 +172,8 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
       static const std::set<std::string> kKnown = {"name", "T", "steps", "seed", "x_scale", "w_scale",
                                                    "hidden", "slow", "points", "description"};
       static const std::set<std::string> kKernelStage = {"threads", "kernel", "out", "in", "accumulate"};
-      static const std::set<std::string> kModelStage = {"model", "format", "cache", "page_size", "threads"};
+      static const std::set<std::string> kModelStage = {"model", "format", "cache", "page_size", "threads",
+                                                        "logits"};
       const bool modelStage = !stage->models.empty();
       const bool known = (kKnown.count(key) && !(modelStage && (key == "x_scale" || key == "w_scale"))) ||
                          (kKernelStage.count(key) && !stage->kernels.empty()) ||
@@ -180,7 +184,7 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
                                 modelStage ? "" : "x_scale, w_scale, ",
                                 stage->kernels.empty() ? "" : ", threads, kernel, out, in, accumulate",
                                 stage->weightSets.empty() ? "" : ", weights",
-                                modelStage ? ", model, format, cache, page_size, threads" : ""));
+                                modelStage ? ", model, format, cache, page_size, threads, logits" : ""));
       }
     }
     CaseSpec spec;

@@ -59,6 +59,7 @@ Command AddCheckCommand(CLI::App& app) {
             }
             auto report = RunCheck(o->check, DefaultPaths());
             if (!report.ok()) return ReportError(report.error());
+            RememberProgress(o->check, *report);
             TextStyle style = o->output.empty() ? DetectTextStyle() : TextStyle{};
             style.verbose = o->verbose;
             const std::string text = o->format == "json"         ? RenderJson(*report)

@@ -10,6 +10,11 @@
 
 #include "common/expected.h"
 
+namespace wb {
+struct CheckOptions;
+struct RunReport;
+}  // namespace wb
+
 namespace wb::cli {
 
 struct Command {
@@ -28,6 +33,10 @@ bool Emit(const std::string& text, const std::string& path);
 
 // Parses argv into one of the commands and runs it; the exit status of a parse error is 2.
 int ParseAndRun(CLI::App& app, const std::vector<Command>& commands, int argc, char** argv);
+
+// After a check: keeps its progress line for `list` when the check was a plain one of the
+// student's own tree (runner/cli/list_command.cc says what the line depends on).
+void RememberProgress(const CheckOptions& check, const RunReport& report);
 
 // The runner's commands (workbook, runner/cli/main.cc).
 Command AddCheckCommand(CLI::App& app);

@@ -97,6 +97,7 @@ int RunHint(const HintOptions& o) {
     check.stagesDir = o.stagesDir;
     auto report = RunCheck(check, paths);
     if (!report.ok()) return ReportError(report.error());
+    RememberProgress(check, *report);
     if (report->status == RunStatus::kCompileError) {
       std::printf("Your %s does not compile yet: `./workbook check %d` shows the compiler's first error.\n",
                   report->source.c_str(), o.stage);

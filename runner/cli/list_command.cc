@@ -1,13 +1,26 @@
 // `workbook list`: every stage and how far your code gets, on one screen.
+//
+// A plain `check N` of the student's own tree leaves its progress line in build/student
+// (progress-stageNN-TREE.json) with a fingerprint of everything the line depends on: the
+// stage's files, the visible suite, the stage table, the contract headers and the runner's
+// executables. `list` shows a remembered line while its fingerprint still holds and checks
+// the stage again otherwise, so after a check it answers at once and never shows a stale line.
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "common/fnv1a.h"
 #include "runner/report/report.h"
 #include "runner/engine/check.h"
 #include "runner/stages/stage_table.h"
@@ -15,30 +28,42 @@
 namespace wb::cli {
 namespace {
 
+namespace fsys = std::filesystem;
+
 // Whether checkpoint `cp` of case `c` counts as reached: a checkpoint the row lists under
 // "guards" (one that checks what the code must leave alone, and so passes before anything
-// is written) counts in a call only when that call wrote an element of a checkpoint it guards.
+// is written) counts only when the same call wrote an element of a checkpoint it guards:
+// one named as it is with the guarded name in place of its own, or a layer's of that call
+// ("step2.cacheOtherRows" guards stage 2's "step2.kCache" and stage 5's "step2.layer1.kCache").
 bool Reached(const CaseReport& c, const CheckpointReport& cp, const StageInfo& stage) {
   const std::optional<std::string> base = stage.BaseName(cp.name);
   if (!base) return true;
   const auto guard = stage.guards.find(*base);
   if (guard == stage.guards.end()) return true;
-  for (int call = 1; call <= static_cast<int>(c.checkpoints.size()); ++call) {
-    if (stage.Reported(*base, call) != cp.name) continue;
-    for (const auto& other : c.checkpoints) {
-      for (const auto& guarded : guard->second) {
-        if (other.name == stage.Reported(guarded, call) && other.unwritten < other.total) return true;
-      }
-    }
-    return false;
+  if (cp.name.size() < base->size() || cp.name.compare(cp.name.size() - base->size(), base->size(), *base) != 0) {
+    return true;
   }
-  return true;
+  const std::string prefix = cp.name.substr(0, cp.name.size() - base->size());
+  auto sibling = [&](const std::string& name, const std::string& guarded) {
+    if (name == prefix + guarded) return true;
+    const std::string layerPrefix = prefix + std::string(kLayerPrefix);
+    return name.size() > layerPrefix.size() + guarded.size() && name.compare(0, layerPrefix.size(), layerPrefix) == 0 &&
+           name.compare(name.size() - guarded.size() - 1, std::string::npos, "." + guarded) == 0;
+  };
+  for (const auto& other : c.checkpoints) {
+    for (const auto& guarded : guard->second) {
+      if (sibling(other.name, guarded) && other.unwritten < other.total) return true;
+    }
+  }
+  return false;
 }
 
-// A checkpoint of the table counts when it passes, and was reached, in every visible case,
-// in every call that reports it (stage 2's attnOut counts when step1.attnOut,
-// step2.attnOut, ... all pass). "next" is the first failing checkpoint in report order (the
-// first failing case's first failure), the one `check` and `hint` start from.
+// A checkpoint of the table counts when it passes, and was reached, in every visible case
+// that reports it, in every call that reports it (stage 2's attnOut counts when
+// step1.attnOut, step2.attnOut, ... all pass), and some case reports it (stage 5's
+// experts, which only its mixture-of-experts cases have). "next" is the first failing
+// checkpoint in report order (the first failing case's first failure), the one `check` and
+// `hint` start from.
 std::string Progress(const RunReport& report, const StageInfo& stage) {
   if (report.status == RunStatus::kCompileError) return "does not compile (./workbook check shows why)";
   const std::vector<std::string> names = stage.AllCheckpoints();
@@ -53,14 +78,11 @@ std::string Progress(const RunReport& report, const StageInfo& stage) {
       if (!stage.kernels.empty() && (kernel != nullptr ? name != kernel->name : stage.FindKernel(name) != nullptr)) {
         continue;
       }
-      checkedSomewhere[name] = true;
-      bool reported = false;
       for (const auto& cp : c.checkpoints) {
         if (stage.BaseName(cp.name) != name) continue;
-        reported = true;
+        checkedSomewhere[name] = true;
         passes[name] = passes[name] && cp.status == CheckStatus::kPass && Reached(c, cp, stage);
       }
-      passes[name] = passes[name] && reported;
     }
   }
   for (const auto& name : names) passes[name] = passes[name] && checkedSomewhere[name];
@@ -93,6 +115,72 @@ std::string Progress(const RunReport& report, const StageInfo& stage) {
   return line + fmt::format("  next: {}", next);
 }
 
+// The stage's tree, as the check of `stagesDir` reads it.
+std::string StagesDirOf(const CheckOptions& o, const WorkbookPaths& paths) {
+  return fsys::absolute(o.stagesDir.empty() ? paths.Source("stages") : o.stagesDir).lexically_normal().string();
+}
+
+std::string MemoPath(const CheckOptions& o, const WorkbookPaths& paths) {
+  const std::string tree = StagesDirOf(o, paths);
+  return paths.Build(fmt::format("student/progress-stage{:02}-{:08x}.json", o.stage,
+                                 Fnv1a64(tree.data(), tree.size()) & 0xffffffffu));
+}
+
+// A check whose progress line is the one `list` would compute: the student's own stage files
+// on the visible suite, with every option at its default.
+bool IsPlainCheck(const CheckOptions& o) {
+  const CheckOptions plain;
+  return !o.solutions && !o.showHidden && o.casesPath.empty() && o.harness.empty() && o.weightsPath.empty() &&
+         o.timeLimitSeconds == plain.timeLimitSeconds && o.memoryLimitMiB == plain.memoryLimitMiB &&
+         !o.leaderboard && o.modelPath.empty() && o.kernels == plain.kernels && o.kernelFiles.empty();
+}
+
+// Everything a progress line depends on: the bytes of the stage's files, and the size and time
+// of the visible suite, the stage table, the contract headers and the runner's executables.
+uint64_t Fingerprint(const CheckOptions& o, const StageInfo& stage, const WorkbookPaths& paths) {
+  uint64_t hash = Fnv1a64("progress", 8);
+  auto addText = [&hash](const std::string& text) { hash = Fnv1a64(text.data(), text.size(), hash); };
+  auto addStat = [&](const std::string& path) {
+    struct stat st {};
+    addText(path);
+    if (stat(path.c_str(), &st) != 0) return addText("absent");
+    addText(fmt::format("{}:{}.{}", st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec));
+  };
+  const std::string folder = StagesDirOf(o, paths) + "/" + stage.dir;
+  for (const std::string& name : stage.files.empty() ? std::vector<std::string>{stage.file} : stage.files) {
+    std::ifstream in(folder + "/" + name, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    addText(name);
+    addText(in ? bytes.str() : std::string("absent"));
+  }
+  addStat(paths.Source(stage.visible));
+  addStat(paths.Source("data/stages.json"));
+  std::error_code ec;
+  for (const auto& entry : fsys::directory_iterator(paths.Source("contracts"), ec)) addStat(entry.path().string());
+  for (const char* exe : {"workbook", "workbook-decoder"}) addStat(paths.Build(exe));
+  return hash;
+}
+
+std::optional<std::string> RememberedProgress(const CheckOptions& o, const StageInfo& stage,
+                                              const WorkbookPaths& paths) {
+  std::ifstream in(MemoPath(o, paths));
+  if (!in) return std::nullopt;
+  const nlohmann::json memo = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!memo.is_object() || !memo.contains("fingerprint") || !memo.contains("line")) return std::nullopt;
+  if (!memo["fingerprint"].is_string() || !memo["line"].is_string()) return std::nullopt;
+  if (memo["fingerprint"].get<std::string>() != fmt::format("{:016x}", Fingerprint(o, stage, paths))) {
+    return std::nullopt;
+  }
+  return memo["line"].get<std::string>();
+}
+
+void WriteMemo(const CheckOptions& o, const StageInfo& stage, const WorkbookPaths& paths, const std::string& line) {
+  const nlohmann::json memo = {{"fingerprint", fmt::format("{:016x}", Fingerprint(o, stage, paths))}, {"line", line}};
+  // A memo is only a shortcut: one that cannot be written is simply not there next time.
+  (void)Emit(memo.dump() + "\n", MemoPath(o, paths));
+}
+
 int RunList(const std::string& stagesDir) {
   const WorkbookPaths paths = DefaultPaths();
   auto table = LoadStageTable(paths.Source("data/stages.json"));
@@ -104,8 +192,13 @@ int RunList(const std::string& stagesDir) {
       CheckOptions check;
       check.stage = stage.number;
       check.stagesDir = stagesDir;
-      auto report = RunCheck(check, paths);
-      status = report.ok() ? Progress(*report, stage) : "cannot be checked: " + report.error().message;
+      if (auto remembered = RememberedProgress(check, stage, paths)) {
+        status = *remembered;
+      } else {
+        auto report = RunCheck(check, paths);
+        status = report.ok() ? Progress(*report, stage) : "cannot be checked: " + report.error().message;
+        if (report.ok()) WriteMemo(check, stage, paths, status);
+      }
     }
     std::printf("  %d  %-30s %s\n", stage.number, stage.title.c_str(), status.c_str());
   }
@@ -114,6 +207,16 @@ int RunList(const std::string& stagesDir) {
 }
 
 }  // namespace
+
+void RememberProgress(const CheckOptions& check, const RunReport& report) {
+  if (!IsPlainCheck(check)) return;
+  const WorkbookPaths paths = DefaultPaths();
+  auto table = LoadStageTable(paths.Source("data/stages.json"));
+  if (!table.ok()) return;
+  const StageInfo* stage = table->Find(check.stage);
+  if (stage == nullptr) return;
+  WriteMemo(check, *stage, paths, Progress(report, *stage));
+}
 
 Command AddListCommand(CLI::App& app) {
   auto stagesDir = std::make_shared<std::string>();

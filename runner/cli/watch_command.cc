@@ -49,6 +49,7 @@ int RunWatch(const WatchOptions& o) {
     if (isatty(STDOUT_FILENO) == 1) std::fputs("\033[2J\033[H", stdout);  // a fresh screen per run
     auto report = RunCheck(o.check, paths);
     if (report.ok()) {
+      RememberProgress(o.check, *report);
       std::fputs(RenderText(*report, style).c_str(), stdout);
     } else {
       std::fprintf(stdout, "workbook: %s\n", report.error().message.c_str());

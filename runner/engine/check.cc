@@ -245,6 +245,7 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
         return BadData(fmt::format("{}: {}", casesPath, ran.error().message));  // which file holds the case
       }
       if (!ran.ok()) return ran.error();
+      if (ran->hidden && ran->status != CaseStatus::kPass) ran->notes.push_back(driver->Reproduce(spec, stage->number));
       report.cases.push_back(std::move(*ran));
     }
     return Status::Ok();

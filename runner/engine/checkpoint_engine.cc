@@ -59,7 +59,11 @@ CheckpointReport CheckByValue(const CheckpointDescriptor& d, std::span<const Che
       }
     }
   }
-  if (cp.status == CheckStatus::kPass || chain.allUnwritten()) return cp;
+  if (cp.status == CheckStatus::kPass) return cp;
+  if (chain.allUnwritten()) {
+    if (d.recogniseUnwritten) cp.misconception = d.recogniseUnwritten().hit;
+    return cp;
+  }
 
   // Diagnosis: a named mistake, else what the two views and the buffer itself show.
   std::vector<std::string> tied;

@@ -64,6 +64,9 @@ struct CheckpointDescriptor {
   // The misconception the buffer matches, computed on the student's upstream when `onStudent`
   // (it is usable), else on the reference's.
   std::function<Recognition(bool onStudent)> recognise;
+  // For a buffer not one element of which was written: a mistake that shows that way (its
+  // rows written somewhere else), so the report names it instead of "not implemented yet".
+  std::function<Recognition()> recogniseUnwritten;
   // A checkpoint checked some other way (bit for bit) reports itself; the engine only counts it.
   std::function<CheckpointReport()> custom;
 };

@@ -7,8 +7,41 @@
 #include <new>
 
 #ifndef __SANITIZE_ADDRESS__
+#include <dlfcn.h>
+#include <execinfo.h>
+
+#include <cstring>
+
 namespace {
 std::atomic<uint64_t> g_allocations{0};
+
+// The first allocation's site while watching: 0 none yet, -1 being read, else the site.
+std::atomic<bool> g_watching{false};
+std::atomic<int64_t> g_firstSite{0};
+thread_local bool t_readingStack = false;  // backtrace or dladdr inside may allocate
+
+wb::harness::AllocationSite SiteOfThisStack() {
+  void* frames[32];
+  const int count = backtrace(frames, 32);
+  bool cppLibrary = false;
+  for (int i = 1; i < count; ++i) {
+    Dl_info info{};
+    if (dladdr(frames[i], &info) == 0 || info.dli_fname == nullptr) continue;
+    if (std::strstr(info.dli_fname, "libgomp") != nullptr) return wb::harness::AllocationSite::kOpenMp;
+    if (std::strstr(info.dli_fname, "libstdc++") != nullptr) cppLibrary = true;
+  }
+  return cppLibrary ? wb::harness::AllocationSite::kCppLibrary : wb::harness::AllocationSite::kYourCode;
+}
+
+void Count() {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (!g_watching.load(std::memory_order_relaxed) || t_readingStack) return;
+  int64_t none = 0;
+  if (!g_firstSite.compare_exchange_strong(none, -1)) return;
+  t_readingStack = true;
+  g_firstSite.store(static_cast<int64_t>(SiteOfThisStack()));
+  t_readingStack = false;
+}
 }  // namespace
 
 extern "C" {
@@ -18,27 +51,27 @@ void* __libc_realloc(void* pointer, size_t size);
 void* __libc_memalign(size_t alignment, size_t size);
 
 void* malloc(size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  Count();
   return __libc_malloc(size);
 }
 void* calloc(size_t count, size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  Count();
   return __libc_calloc(count, size);
 }
 void* realloc(void* pointer, size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  Count();
   return __libc_realloc(pointer, size);
 }
 void* memalign(size_t alignment, size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  Count();
   return __libc_memalign(alignment, size);
 }
 void* aligned_alloc(size_t alignment, size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  Count();
   return __libc_memalign(alignment, size);
 }
 int posix_memalign(void** out, size_t alignment, size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  Count();
   void* p = __libc_memalign(alignment, size);
   if (p == nullptr) return ENOMEM;
   *out = p;
@@ -110,10 +143,27 @@ void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcep
 namespace wb::harness {
 uint64_t AllocationsSoFar() { return g_allocations.load(std::memory_order_relaxed); }
 bool AllocationsCounted() { return true; }
+
+void WatchFirstAllocation() {
+  static const bool warmed = [] {  // backtrace loads its unwinder on first use, which allocates
+    void* frame[1];
+    return backtrace(frame, 1) >= 0;
+  }();
+  (void)warmed;
+  g_firstSite.store(0);
+  g_watching.store(true);
+}
+
+AllocationSite FirstAllocationSite() {
+  const int64_t site = g_firstSite.load();
+  return site > 0 ? static_cast<AllocationSite>(site) : AllocationSite::kNone;
+}
 }  // namespace wb::harness
 #else
 namespace wb::harness {
 uint64_t AllocationsSoFar() { return 0; }
 bool AllocationsCounted() { return false; }
+void WatchFirstAllocation() {}
+AllocationSite FirstAllocationSite() { return AllocationSite::kNone; }
 }  // namespace wb::harness
 #endif

@@ -18,4 +18,17 @@ namespace wb::harness {
 uint64_t AllocationsSoFar();
 bool AllocationsCounted();
 
+// Where an allocation came from, told by the shared objects on its call stack: the OpenMP
+// runtime (libgomp: a parallel region starting its team of threads), the C++ library
+// (libstdc++: a std::thread, a stream), or the program itself (the stage's code: a
+// std::vector, new). Read from the return addresses of the stack (backtrace) and the object
+// each lies in (dladdr), which needs no symbols.
+enum class AllocationSite : uint64_t { kNone = 0, kYourCode = 1, kOpenMp = 2, kCppLibrary = 3 };
+
+// From now on, keeps where the first allocation came from (WatchFirstAllocation also takes
+// backtrace's own first-use allocation, so call it before what it watches);
+// FirstAllocationSite() says where, kNone while there was none.
+void WatchFirstAllocation();
+AllocationSite FirstAllocationSite();
+
 }  // namespace wb::harness

@@ -56,6 +56,8 @@ std::string CaseOutput(const CaseReport& c) {
   size_t passed = 0;
   for (const auto& cp : c.checkpoints) passed += cp.status == CheckStatus::kPass ? 1 : 0;
   lines.push_back(fmt::format("{} of {} checkpoints pass.", passed, c.checkpoints.size()));
+  // A hidden case's notes are the runner's own words (how to see its kind of failure).
+  if (c.hidden) lines.insert(lines.end(), c.notes.begin(), c.notes.end());
   std::string text;
   for (const std::string& line : lines) text += (text.empty() ? "" : "\n") + line;
   return text;

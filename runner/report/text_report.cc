@@ -198,6 +198,13 @@ void CheckpointLines(std::string& out, const CheckpointReport& c, const LineStyl
     return;
   }
   // TODO means what the lessons say it means, wherever the buffer sits: not one element written.
+  if (Unwritten(c) && c.misconception && !how.hidden) {
+    // Written, but not where the contract says: the mistake is named, not a TODO.
+    out += fmt::format("  {}  {} {}never written where it belongs\n", p.Red("FAIL"), name, shape);
+    out += fmt::format("        {} {}\n", p.Yellow(">"), c.misconception->sentence);
+    out += fmt::format("          Read: {}\n", c.misconception->lesson);
+    return;
+  }
   if (Unwritten(c)) {
     const std::string why = how.stoppedEarly ? "not reached: your code stopped before writing any of it"
                             : how.hidden     ? "not implemented yet: nothing of it was written"
@@ -300,7 +307,7 @@ void CaseLines(std::string& out, const CaseReport& c, const TextStyle& style, co
       consequences.push_back(i);
       continue;
     }
-    if (Failed(cp) && Unwritten(cp)) {
+    if (Failed(cp) && Unwritten(cp) && !cp.misconception) {
       if (!seenTodo) {
         seenTodo = true;
         firstTodoGroup = group;
@@ -347,7 +354,7 @@ std::string WhatToFix(const RunReport& r, const CaseReport& c) {
   while (at < c.checkpoints.size() && c.checkpoints[at].name != first) ++at;
   if (at == c.checkpoints.size()) return fmt::format("Fix {} first (case {}). Lesson: {}", first, c.name, r.lesson);
   const CheckpointReport& cp = c.checkpoints[at];
-  if (Unwritten(cp)) {
+  if (Unwritten(cp) && !cp.misconception) {
     return fmt::format("{} is not implemented yet (case {}): not one element of it was written. Write it next, in "
                        "{}; the lesson is {}.",
                        first, c.name, r.source, r.lesson);
@@ -399,6 +406,32 @@ TextStyle DetectTextStyle() {
   return TextStyle{.color = isatty(STDOUT_FILENO) == 1 && (noColor == nullptr || noColor[0] == '\0')};
 }
 
+// How a case went wrong, as far as telling two cases apart goes: its status, its first
+// failing checkpoint, and what the runner found there (the mistake it named, "never written",
+// or neither). Two cases with one signature fail the same way, whatever their sizes.
+std::string FailureSignature(const CaseReport& c) {
+  std::string signature = fmt::format("{}|{}", ToString(c.status), c.firstFailure.value_or(""));
+  for (const auto& cp : c.checkpoints) {
+    if (!c.firstFailure || cp.name != *c.firstFailure) continue;
+    if (cp.misconception) signature += "|" + cp.misconception->id;
+    if (Unwritten(cp) && !cp.misconception) signature += "|unwritten";
+  }
+  return signature;
+}
+
+// The few words a case that fails as an earlier one does is shown with.
+std::string FailureWords(const CaseReport& c) {
+  if (!c.firstFailure) return std::string(ToString(c.status));
+  for (const auto& cp : c.checkpoints) {
+    if (cp.name != *c.firstFailure) continue;
+    if (Unwritten(cp) && !cp.misconception) {
+      return fmt::format("{} {}", cp.name, StoppedEarly(c) ? "not reached" : "not implemented yet");
+    }
+    if (cp.misconception) return fmt::format("{} wrong, {}", cp.name, cp.misconception->id);
+  }
+  return fmt::format("{} wrong", *c.firstFailure);
+}
+
 std::string RenderText(const RunReport& r, const TextStyle& style) {
   const Painter p{style.color};
   std::string out;
@@ -432,10 +465,37 @@ std::string RenderText(const RunReport& r, const TextStyle& style) {
   for (const auto& c : r.cases) {
     for (const auto& cp : c.checkpoints) nameWidth = std::max(nameWidth, cp.name.size());
   }
+  // Without --verbose a passing case is one line, and so is a case that fails as an earlier
+  // case shown in full did (same first failure, same finding, no output of its own to show):
+  // a bug that fails every case is read once, not once per case.
+  std::map<std::string, std::string> shownFailure;  // signature -> the case shown in full
+  bool lastWasOneLine = false;
   for (const auto& c : r.cases) {
-    out += "\n" + p.Bold(fmt::format("case {}", c.name));
-    out += c.hidden ? p.Dim(" (hidden)") : p.Dim(fmt::format(" ({})", c.parameters));
-    out += "\n";
+    const std::string title = p.Bold(fmt::format("case {}", c.name)) +
+                              (c.hidden ? p.Dim(" (hidden)") : p.Dim(fmt::format(" ({})", c.parameters)));
+    if (!style.verbose && c.status == CaseStatus::kPass) {
+      double worst = 0;
+      for (const auto& cp : c.checkpoints) {
+        if (cp.rms > 0) worst = std::max(worst, cp.maxAbsError / cp.rms);
+      }
+      out += (lastWasOneLine ? "" : "\n") + title +
+             fmt::format(": {} {}\n", p.Green(fmt::format("all {} buffers pass", c.checkpoints.size())),
+                         p.Dim(fmt::format("(max |error| <= {:.1e} × RMS)", worst)));
+      lastWasOneLine = true;
+      continue;
+    }
+    if (!style.verbose && c.childOutput.empty()) {
+      const auto [earlier, first] = shownFailure.emplace(FailureSignature(c), c.name);
+      if (!first) {
+        out += (lastWasOneLine ? "" : "\n") + title +
+               fmt::format(": {} {}\n", p.Red("fails as"),
+                           fmt::format("{} does ({})", earlier->second, FailureWords(c)));
+        lastWasOneLine = true;
+        continue;
+      }
+    }
+    lastWasOneLine = false;
+    out += "\n" + title + "\n";
     if (!c.headline.empty()) out += fmt::format("  {} {}\n", p.Red("!"), c.headline);
     for (const auto& note : c.notes) out += fmt::format("  {} {}\n", p.Dim("-"), note);
     CaseLines(out, c, style, p, nameWidth);

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "../../common/expected.h"
 #include "../cases/case_file.h"
 #include "../engine/paths.h"
@@ -60,6 +62,14 @@ class StageDriver {
     (void)options;
     (void)context;
     return InternalError("this stage has no benchmark");
+  }
+  // For a hidden case that failed: the command that shows a failure of its kind in full,
+  // without a byte of the case's data (no seed, no size). By default the visible suite, which
+  // has a case of every kind a stage's hidden example has (the course self-check holds it).
+  virtual std::string Reproduce(const CaseSpec& spec, int stage) const {
+    (void)spec;
+    return fmt::format("the visible suite has a case of every kind a hidden suite holds: ./workbook check {} "
+                       "shows them in full", stage);
   }
   // What Gradescope's leaderboard ranks by (check --leaderboard): measured on context.harness
   // when `measure` (every case passed), else the same entries at 0; empty when the stage

@@ -16,8 +16,6 @@ using nlohmann::json;
 
 constexpr const char* kCheckpointField = "{checkpoint}";
 constexpr const char* kCallField = "{call}";
-// How a checkpoint of one layer is named inside a call's name: "layer1.q" (stage 5).
-constexpr const char* kLayerPrefix = "layer";
 
 void ReplaceAll(std::string& text, const std::string& field, const std::string& value) {
   for (size_t at = text.find(field); at != std::string::npos; at = text.find(field, at + value.size())) {

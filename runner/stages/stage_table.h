@@ -39,6 +39,9 @@
 
 namespace wb {
 
+// How a checkpoint of one layer is named inside a call's name: "step2.layer1.q" (stage 5).
+inline constexpr const char* kLayerPrefix = "layer";
+
 enum class CaseLength { kTokens, kSteps };
 
 // A kernel a case may check on its own, and the case fields its cases give besides T, seed

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What a student's first `./workbook check` builds, read from the build's own graph.
 
-The launcher builds the alias runner-ready (meson.build). This check fails when that alias
+The launcher builds the alias stage-1-ready for a first `check 1` (meson.build), and
+runner-ready for an autograder (`./workbook build`). This check fails when either alias
 pulls in what a check does not need (the model-file readers, the eight-family reference,
 the fixtures, the tests) or when a heavy header is compiled in more than one translation
 unit of it again: the two causes of a slow first build, measured in the issue that set the
@@ -35,13 +36,14 @@ def ninja(ninja_exe, build, *args):
 def main():
     ninja_exe, build = sys.argv[1], sys.argv[2]
     problems = []
-    inputs = [line.strip() for line in ninja(ninja_exe, build, "-t", "inputs", "runner-ready")]
-    for path in inputs:
-        source = path[3:] if path.startswith("../") else path
-        if source.startswith(NEEDED_MODEL_SOURCES) or "libwbggufreader" in source:
-            continue
-        if source.startswith(NOT_NEEDED) or any(name in source for name in NOT_NEEDED_TARGETS):
-            problems.append(f"runner-ready needs {path}, which no check uses")
+    for alias in ("stage-1-ready", "runner-ready"):
+        inputs = [line.strip() for line in ninja(ninja_exe, build, "-t", "inputs", alias)]
+        for path in inputs:
+            source = path[3:] if path.startswith("../") else path
+            if source.startswith(NEEDED_MODEL_SOURCES) or "libwbggufreader" in source:
+                continue
+            if source.startswith(NOT_NEEDED) or any(name in source for name in NOT_NEEDED_TARGETS):
+                problems.append(f"{alias} needs {path}, which no check uses")
 
     objects = [p for p in inputs if p.endswith(".o")]
     if not objects:

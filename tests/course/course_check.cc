@@ -284,6 +284,18 @@ std::set<std::string> EdgeKinds(const wb::CaseSpec& c) {
     if (calls[i] > 1 && calls[i] % 2 == 1) kinds.insert("an odd length");
     if (i > 0 && calls[i] > 1) kinds.insert("a prefill in chunks");
   }
+  // What only a stage with a paged cache varies (stage 5): its rows, its pages, its threads,
+  // the rows with logits.
+  if (!c.model.empty()) {
+    kinds.insert("a cache of " + c.cache + " rows");
+    if (c.pageSize == 1) kinds.insert("pages of one position");
+    if (c.pageSize > 1 && c.pageSize % 2 == 1) kinds.insert("pages of an odd size");
+    if (c.threads >= 2) kinds.insert("two threads or more");
+    if (c.lastLogitsOnly) kinds.insert("the last row of logits only");
+    if (c.model == "gemma3_text" || c.model == "mistral") {
+      if (calls.front() > 4) kinds.insert("a prompt longer than the window");
+    }
+  }
   return kinds;
 }
 

@@ -6,9 +6,10 @@
 // Every checkpoint buffer holds all calls and all layers: call c (n_c rows, R_c rows before
 // it in all) layer l starts at element (R_c · L + l · n_c) · width, where L is the model's
 // layer count (1 for the per-call buffers embedding, finalNorm and logits). After each call
-// the harness copies the arena into that call's slice of kArenaAfter and the number of
-// allocations the call made into kAllocations, so the runner sees what each call did to the
-// cache and to the heap.
+// the harness copies the arena into that call's slice of kArenaAfter, and into kAllocations
+// (two words a call) the number of allocations the call made and where the first came from
+// (harness::AllocationSite), so the runner sees what each call did to the cache and to the
+// heap. A call with Logits::kLast has one row of finalNorm and logits, the first of its rows.
 #pragma once
 
 #include <array>

@@ -35,6 +35,11 @@ std::span<const double> DecoderCase::Rows(std::span<const double> all, const Cal
   return all.subspan(static_cast<size_t>(call.position) * width, static_cast<size_t>(call.tokens) * width);
 }
 
+std::span<const double> DecoderCase::LogitRows(std::span<const double> all, const CallSpan& call, int width) const {
+  const std::span<const double> rows = Rows(all, call, width);
+  return lastLogitsOnly ? rows.last(static_cast<size_t>(width)) : rows;
+}
+
 ref::DecoderOptions DecoderCase::Options() const {
   ref::DecoderOptions options;
   // The provided kernels quantize a Q8_0 or Q4_0 product's input rows (stage05_kernels.h).
@@ -152,6 +157,7 @@ Expected<DecoderCase> PrepareDecoderCase(const CaseSpec& spec, const WorkbookPat
   c.geometry.kvHeads = c.config.kvHeads;
   c.geometry.headDim = c.config.headDim;
   c.geometry.pageSize = spec.pageSize;
+  c.lastLogitsOnly = spec.lastLogitsOnly;
   c.geometry.pages = (c.Tokens() + spec.pageSize - 1) / spec.pageSize;
   c.geometry.type = CacheTypeOf(spec.cache);
   c.pageTable.resize(static_cast<size_t>(c.geometry.pages));

@@ -64,6 +64,9 @@ struct DecoderCase {
   std::vector<int32_t> pageTable;
   Expectations expected;
   bool quantizedProducts = false;  // some matrix is Q8_0 or Q4_0: its products quantize their inputs
+  // "logits": "last": every call asks for Logits::kLast, so finalNorm and logits hold one row
+  // per call, the call's last token's, at row 0 of the call's rows.
+  bool lastLogitsOnly = false;
 
   int Tokens() const { return static_cast<int>(tokens.size()); }
   int Layers() const { return config.layerCount(); }
@@ -73,6 +76,9 @@ struct DecoderCase {
   ref::DecoderOptions Options() const;
   // Rows of the call of a whole-sequence buffer of `width` values per row.
   std::span<const double> Rows(std::span<const double> all, const CallSpan& call, int width) const;
+  // The rows with logits of a call: all of them, or the last one (lastLogitsOnly).
+  int LogitRowCount(const CallSpan& call) const { return lastLogitsOnly ? 1 : call.tokens; }
+  std::span<const double> LogitRows(std::span<const double> all, const CallSpan& call, int width) const;
 };
 
 // The absolute path of a case's model, and whether it exists.

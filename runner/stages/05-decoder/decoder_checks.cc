@@ -87,8 +87,12 @@ class CaseChecker {
   }
 
   // A float checkpoint of rows x width values against the reference's rows of the call.
+  // A buffer of the call's rows; with `onlyRow` >= 0, of that one token's row alone (the last
+  // token's finalNorm and logits of a call that asks for Logits::kLast).
   CheckpointDescriptor Value(std::string name, std::span<const float> got, std::vector<double> expected, int call,
-                             int width, int headDim, const char* unit) const;
+                             int width, int headDim, const char* unit, int onlyRow = -1) const;
+  // The token whose row is the first of a call's rows with logits.
+  int FirstLogitToken(const CallSpan& span) const { return data_.lastLogitsOnly ? span.tokens - 1 : -1; }
   void DescribeCall(int call);
   void DescribeLayer(int call, int layer);
   // Rows of positions first .. first + count - 1 of a layer's keys (which 0) or values (1), as
@@ -121,11 +125,41 @@ class CaseChecker {
     const std::string name = d.name;
     d.recognise = [this, base, name, call, layer, student](bool) { return Recognise(base, name, call, layer, student); };
   }
+  // A call asking for Logits::kLast gets one row of finalNorm and logits; one left unwritten
+  // while the row where the call's last token would sit holds the expected values was
+  // written at row n - 1, not row 0. That row lies in the buffer's later rows, which the
+  // runner laid out for every token, so the mistake is seen, not a crash.
+  void HookLastRow(CheckpointDescriptor& d, L::Buffer b, int call) {
+    const CallSpan& span = data_.calls[call];
+    if (!data_.lastLogitsOnly || span.tokens < 2) return;
+    const size_t width = RowWidth(data_, b);
+    const std::span<const float> rowOfLastToken =
+        run_.Floats(b).subspan(SliceStart(data_, b, call, 0) + (static_cast<size_t>(span.tokens) - 1) * width, width);
+    const std::vector<double> expected = d.expected;
+    const std::string name = d.name;
+    const Tolerance tolerance = tolerance_;
+    const std::string lesson = stage_.lesson;
+    d.recogniseUnwritten = [rowOfLastToken, expected, name, tolerance, lesson] {
+      Recognition r;
+      if (FitOf(rowOfLastToken, expected, tolerance) <= 1.0) {
+        r.hit = MisconceptionHit{
+            std::string(kLastRowNotAtRowZero),
+            fmt::format("Your {} is right but one row too far: this call asked for Logits::kLast, so the buffer holds one "
+                        "row, and the last token's row goes at row 0, not at row n - 1.",
+                        name),
+            lesson + "#last-row-not-at-row-0"};
+      }
+      return r;
+    };
+  }
   // The rows of a checkpoint (base name, call, layer) in expectations e.
   std::vector<double> RowsOf(const Expectations& e, const std::string& base, int call, int layer) const;
   Recognition Recognise(const std::string& base, const std::string& name, int call, int layer,
                         std::span<const float> got);
   CheckpointReport CheckExperts(int call, int layer);
+  // Whether the first earlier call with a row past position 0 has its q (or k) of `layer`
+  // right; nullopt when no earlier call has one.
+  std::optional<bool> EarlierRowsRight(const std::string& base, int call, int layer) const;
   std::span<const int32_t> ExpertIds(int call, int layer) {
     return run_.Ints(L::kExpertIds).subspan(SliceStart(data_, L::kExpertIds, call, layer),
                                             static_cast<size_t>(data_.calls[call].tokens) * data_.config.expertsPerToken);
@@ -161,11 +195,13 @@ class CaseChecker {
 };
 
 CheckpointDescriptor CaseChecker::Value(std::string name, std::span<const float> got, std::vector<double> expected,
-                                        int call, int width, int headDim, const char* unit) const {
+                                        int call, int width, int headDim, const char* unit, int onlyRow) const {
   const CallSpan& span = data_.calls[call];
+  const int rows = onlyRow >= 0 ? 1 : span.tokens;
+  const int firstToken = onlyRow >= 0 ? onlyRow : 0;
   CheckpointDescriptor d;
   d.name = std::move(name);
-  d.shape = fmt::format("{} x {}", span.tokens, width);
+  d.shape = fmt::format("{} x {}", rows, width);
   d.got = got;
   d.expected = std::move(expected);
   d.tolerance = tolerance_;
@@ -173,12 +209,15 @@ CheckpointDescriptor CaseChecker::Value(std::string name, std::span<const float>
     d.localTolerance = kChainTolerance;
     d.localDecides = true;
   }
-  d.geometry = {.rows = span.tokens, .width = width, .headDim = headDim, .rowName = "position",
-                .firstRow = span.position};
-  d.where = [span, width, headDim, unit](size_t index) {
+  d.geometry = {.rows = rows, .width = width, .headDim = headDim, .rowName = "position",
+                .firstRow = span.position + firstToken};
+  d.where = [span, width, headDim, unit, firstToken, onlyRow](size_t index) {
     const int row = static_cast<int>(index / width);
     const int column = static_cast<int>(index % width);
-    std::string text = fmt::format("token {} (position {})", row, span.position + row);
+    const int token = firstToken + row;
+    std::string text = onlyRow >= 0 ? fmt::format("row 0 (Logits::kLast: token {}, position {})", token,
+                                                  span.position + token)
+                                    : fmt::format("token {} (position {})", token, span.position + token);
     if (headDim > 0) return text + fmt::format(", head {}, channel {}", column / headDim, column % headDim);
     return text + fmt::format(", {} {}", unit, column);
   };
@@ -381,8 +420,12 @@ std::vector<double> CaseChecker::RowsOf(const Expectations& e, const std::string
     return std::vector<double>(r.begin(), r.end());
   };
   if (base == "embedding") return rows(e.embedding, c.hidden);
-  if (base == "finalNorm") return rows(e.finalNorm, c.hidden);
-  if (base == "logits") return rows(e.logits, c.vocab);
+  auto logitRows = [&](std::span<const double> all, int width) {
+    const auto r = data_.LogitRows(all, span, width);
+    return std::vector<double>(r.begin(), r.end());
+  };
+  if (base == "finalNorm") return logitRows(e.finalNorm, c.hidden);
+  if (base == "logits") return logitRows(e.logits, c.vocab);
   const auto& buffers = e.layers[static_cast<size_t>(layer)];
   if (base == "kCache" || base == "vCache") {
     return Rounded(std::span<const double>(rows(buffers[static_cast<int>(base == "kCache" ? LayerBuffer::kK : LayerBuffer::kV)],
@@ -426,7 +469,54 @@ Recognition CaseChecker::Recognise(const std::string& base, const std::string& n
     const double fit = FitOf(compared, predicted, tolerance_);
     if (fit <= 1.0) candidates.push_back({entry.Hit(name, stage_.lesson), fit});
   }
+  // A later call's q or k rotated as if the call started at position 0: its positions were
+  // not taken from cache.size, or cache.size was never advanced by the calls before it.
+  const CallSpan& span = data_.calls[call];
+  if ((base == "q" || base == "k") && span.position > 0) {
+    const ref::StepContext fromZero{data_.config, data_.weights, options_, layer, 0, span.tokens};
+    const auto norm1 = data_.Rows(data_.expected.layers[static_cast<size_t>(layer)][static_cast<int>(LayerBuffer::kNorm1)],
+                                  span, data_.config.hidden);
+    if (auto qkv = ref::StepQkv(fromZero, std::vector<double>(norm1.begin(), norm1.end()))) {
+      const std::vector<double>& predicted = base == "q" ? qkv->q : qkv->k;
+      const double fit = predicted.size() == got.size() ? FitOf(got, predicted, tolerance_) : 2.0;
+      if (fit <= 1.0) {
+        candidates.push_back(
+            {MisconceptionHit{std::string(kCacheSizeNotAdvanced),
+                              fmt::format("Your {} matches RoPE at positions counted from 0 in this call: a call's "
+                                          "positions start at cache.size, which each call advances by its n tokens "
+                                          "when it ends.",
+                                          name),
+                              stage_.lesson + "#cache-size-not-advanced"},
+             fit});
+      }
+    }
+  }
+  // Telling the two apart where one call cannot: on a call of one token the rotation at
+  // position 0 is none at all. A q or k rotated wrongly only from the second call on, after
+  // an earlier call whose rows past position 0 are right, was rotated; one wrong there
+  // already is the unrotated kind.
+  if ((base == "q" || base == "k") && call > 0) {
+    if (const std::optional<bool> right = EarlierRowsRight(base, call, layer)) {
+      const std::string_view dropped = *right ? std::string_view("rope-skipped") : kCacheSizeNotAdvanced;
+      std::erase_if(candidates, [&](const Candidate& c) { return c.hit.id == dropped; });
+    }
+  }
   return Choose(std::move(candidates));
+}
+
+std::optional<bool> CaseChecker::EarlierRowsRight(const std::string& base, int call, int layer) const {
+  const L::Buffer buffer = base == "q" ? L::kQ : L::kK;
+  const LayerBuffer reference = base == "q" ? LayerBuffer::kQ : LayerBuffer::kK;
+  const size_t width = RowWidth(data_, buffer);
+  for (int earlier = 0; earlier < call; ++earlier) {
+    const CallSpan& span = data_.calls[earlier];
+    if (span.position + span.tokens < 2) continue;  // position 0 alone: rotated or not, the same
+    const auto got = run_.Floats(buffer).subspan(SliceStart(data_, buffer, earlier, layer), span.tokens * width);
+    const auto expected = data_.Rows(data_.expected.layers[static_cast<size_t>(layer)][static_cast<int>(reference)],
+                                     span, static_cast<int>(width));
+    return FitOf(got, expected, tolerance_) <= 1.0;
+  }
+  return std::nullopt;
 }
 
 CheckpointReport CaseChecker::CheckExperts(int call, int layer) {
@@ -556,24 +646,31 @@ void CaseChecker::DescribeCall(int call) {
   for (int layer = 0; layer < data_.Layers(); ++layer) DescribeLayer(call, layer);
   const size_t last = index_.at({call, data_.Layers() - 1, "output"});
   if (!data_.expected.finalNorm.empty()) {
-    const auto finalNorm = data_.Rows(data_.expected.finalNorm, span, c.hidden);
-    CheckpointDescriptor f = Value(Name("finalNorm", call), got(L::kFinalNorm, LogitRows(span)),
-                                   {finalNorm.begin(), finalNorm.end()}, call, c.hidden, 0, "channel");
+    const auto finalNorm = data_.LogitRows(data_.expected.finalNorm, span, c.hidden);
+    CheckpointDescriptor f = Value(Name("finalNorm", call), got(L::kFinalNorm, data_.LogitRowCount(span)),
+                                   {finalNorm.begin(), finalNorm.end()}, call, c.hidden, 0, "channel",
+                                   FirstLogitToken(span));
     f.upstream = {last};
     Hook(f, "finalNorm", call, -1);
+    HookLastRow(f, L::kFinalNorm, call);
     const std::span<const float> lastOutput = descriptors_[last].got;
     const ref::StepContext ctx = Context(call, data_.Layers() - 1);
-    f.local = [ctx, lastOutput] {
+    const size_t keep = finalNorm.size();
+    f.local = [ctx, lastOutput, keep] {
       auto final = ref::StepFinal(ctx, ToDouble(lastOutput));
-      return final ? std::move(final->finalNorm) : std::vector<double>{};
+      if (!final) return std::vector<double>{};
+      // Logits::kLast: the last row's alone, as the call asked for.
+      return std::vector<double>(final->finalNorm.end() - static_cast<std::ptrdiff_t>(keep), final->finalNorm.end());
     };
     index_[{call, -1, "finalNorm"}] = Add(std::move(f));
   }
-  const auto logits = data_.Rows(data_.expected.logits, span, c.vocab);
-  CheckpointDescriptor g = Value(Name("logits", call), got(L::kLogits, LogitRows(span)),
-                                 {logits.begin(), logits.end()}, call, c.vocab, 0, "vocabulary entry");
+  const auto logits = data_.LogitRows(data_.expected.logits, span, c.vocab);
+  CheckpointDescriptor g = Value(Name("logits", call), got(L::kLogits, data_.LogitRowCount(span)),
+                                 {logits.begin(), logits.end()}, call, c.vocab, 0, "vocabulary entry",
+                                 FirstLogitToken(span));
   g.upstream = {index_.count({call, -1, "finalNorm"}) ? index_.at({call, -1, "finalNorm"}) : last};
   Hook(g, "logits", call, -1);
+  HookLastRow(g, L::kLogits, call);
   Add(std::move(g));
   CheckpointDescriptor other;
   other.name = Name("cacheOtherRows", call);
@@ -602,8 +699,13 @@ ChainResult CaseChecker::Run() {
         notReached(Name(cp->name, call, layer), data_.Width(cp->reference));
       }
     }
-    if (!data_.expected.finalNorm.empty()) notReached(Name("finalNorm", call), c.hidden);
-    notReached(Name("logits", call), c.vocab);
+    const int logitRows = data_.LogitRowCount(span);
+    auto logitsNotReached = [&](const std::string& name, int width) {
+      result.checkpoints.push_back(NotReached(name, fmt::format("{} x {}", logitRows, width),
+                                              static_cast<size_t>(logitRows) * width, points_));
+    };
+    if (!data_.expected.finalNorm.empty()) logitsNotReached(Name("finalNorm", call), c.hidden);
+    logitsNotReached(Name("logits", call), c.vocab);
     notReached(Name("cacheOtherRows", call), 1);
   }
   return result;
@@ -623,21 +725,32 @@ CheckpointReport CheckAllocations(const DecoderCase& data, ChildRun& run, double
   report.maxPoints = points;
   const auto bytes = run.Bytes(L::kAllocations);
   std::vector<std::string> steps;
+  uint64_t firstSite = 0;  // harness::AllocationSite of the first step that allocated
   for (int call = 1; call < std::min<int>(run.callsReturned, static_cast<int>(data.calls.size())); ++call) {
-    uint64_t count;
-    std::memcpy(&count, bytes.data() + static_cast<size_t>(call) * sizeof(uint64_t), sizeof(count));
+    uint64_t words[2];
+    std::memcpy(words, bytes.data() + 2 * static_cast<size_t>(call) * sizeof(uint64_t), sizeof(words));
     report.total += 1;
-    if (count == 0) continue;
+    if (words[0] == 0) continue;
     report.failing += 1;
-    steps.push_back(fmt::format("step {} ({} allocation{})", call + 1, count, count == 1 ? "" : "s"));
+    if (firstSite == 0) firstSite = words[1];
+    steps.push_back(fmt::format("step {} ({} allocation{})", call + 1, words[0], words[0] == 1 ? "" : "s"));
   }
   report.status = report.failing == 0 ? CheckStatus::kPass : CheckStatus::kFail;
   report.points = report.failing == 0 ? points : 0;
   if (report.failing > 0) {
-    report.observation = fmt::format(
-        "{} allocated memory: a decode step must not (everything it needs is in the cache, the buffers and the "
-        "scratch, reserved before the first call; a std::vector or new inside decoder_forward allocates)",
-        JoinNames(steps));
+    // Where the first one came from, from the objects on its call stack (the child's
+    // harness::AllocationSite: 1 the program, 2 libgomp, 3 libstdc++), and what to do.
+    const char* where =
+        firstSite == 2 ? "the first came from the OpenMP runtime: an omp parallel region allocates its team of "
+                         "threads when it starts with one thread, and an if(threads > 1) clause does not stop that; "
+                         "run a plain loop when threads is 1 (the lesson's \"A decode step allocates nothing\")"
+        : firstSite == 3 ? "the first came from the C++ library, called from your code (a std::thread, a stream, "
+                           "a std::function): keep those out of decoder_forward"
+        : firstSite == 1 ? "the first came from your code itself: a std::vector, a std::string or a new inside "
+                           "decoder_forward; use the cache, the buffers and the scratch, reserved before the first call"
+                         : "everything a step needs is in the cache, the buffers and the scratch, reserved before the "
+                           "first call";
+    report.observation = fmt::format("{} allocated memory, and a decode step must not: {}", JoinNames(steps), where);
   }
   return report;
 }

@@ -44,8 +44,6 @@ size_t RowWidth(const DecoderCase& data, L::Buffer b) {
   }
 }
 
-int LogitRows(const CallSpan& call) { return call.tokens; }
-
 size_t SliceStart(const DecoderCase& data, L::Buffer b, int call, int layer) {
   const CallSpan& span = data.calls[call];
   const size_t slices = PerLayer(b) ? static_cast<size_t>(data.Layers()) : 1;
@@ -66,7 +64,7 @@ Expected<ChildRun> RunCallsInChild(const DecoderCase& data, int threads, const S
   sizes[L::kPageTable] = BufferSize::Bytes(data.pageTable.size() * sizeof(int32_t), shm::kReadOnly);
   sizes[L::kArena] = BufferSize::Bytes(arena, shm::kWritable);
   sizes[L::kArenaAfter] = BufferSize::Bytes(arena * calls, shm::kWritable);
-  sizes[L::kAllocations] = BufferSize::Bytes(calls * sizeof(uint64_t), shm::kWritable);
+  sizes[L::kAllocations] = BufferSize::Bytes(2 * calls * sizeof(uint64_t), shm::kWritable);
   sizes[L::kScratch] = {ScratchFloats(data.config, widest), shm::kWritable};
   for (uint32_t b = L::kEmbedding; b < L::kBufferCount; ++b) {
     const auto buffer = static_cast<L::Buffer>(b);
@@ -92,7 +90,7 @@ Expected<ChildRun> RunCallsInChild(const DecoderCase& data, int threads, const S
                        .pageSize = data.geometry.pageSize,
                        .pages = data.geometry.pages,
                        .threads = threads,
-                       .allLogits = 1,
+                       .allLogits = data.lastLogitsOnly ? 0 : 1,
                        .pathBytes = static_cast<int32_t>(data.modelPath.size())});
 
   run.limits.readablePaths.push_back(data.modelPath);

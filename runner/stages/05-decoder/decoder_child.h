@@ -36,10 +36,9 @@ struct ChildRun {
 // Elements per row of checkpoint buffer b, and whether it holds one slice per layer.
 size_t RowWidth(const DecoderCase& data, DecoderCall::Buffer b);
 bool PerLayer(DecoderCall::Buffer b);
-// Where call `call`'s rows of layer `layer` start in buffer b (elements).
+// Where call `call`'s rows of layer `layer` start in buffer b (elements). A call's rows with
+// logits start where its tokens' rows do, however many it asks for (harness_call.cc).
 size_t SliceStart(const DecoderCase& data, DecoderCall::Buffer b, int call, int layer);
-// Logit rows of a call: every token (the runner asks for Logits::kAll).
-int LogitRows(const CallSpan& call);
 
 Expected<ChildRun> RunCallsInChild(const DecoderCase& data, int threads, const StageContext& context);
 

@@ -27,8 +27,9 @@ using L = DecoderCall;
 std::string Parameters(const CaseSpec& spec, const DecoderCase& data) {
   std::string steps;
   for (int n : spec.steps) steps += (steps.empty() ? "" : "+") + std::to_string(n);
-  return fmt::format("{}, steps {}, {} cache, page size {}, seed {}{}", data.modelLabel, steps, spec.cache,
-                     spec.pageSize, spec.seed, spec.threads > 1 ? fmt::format(", {} threads", spec.threads) : "");
+  return fmt::format("{}, steps {}, {} cache, page size {}, seed {}{}{}", data.modelLabel, steps, spec.cache,
+                     spec.pageSize, spec.seed, spec.threads > 1 ? fmt::format(", {} threads", spec.threads) : "",
+                     spec.lastLogitsOnly ? ", Logits::kLast" : "");
 }
 
 class DecoderDriver final : public StageDriver {
@@ -40,6 +41,15 @@ class DecoderDriver final : public StageDriver {
 
   // The whole case runs in one child: 20 s, more for long sequences.
   double DefaultTimeLimit(const CaseSpec& spec) const override { return std::max(20.0, 0.05 * spec.Tokens()); }
+
+  // The case's toy model and cache, which `check 5 --model` runs with tokens of its own: the
+  // same family, file format and row type, so the same switches and roundings, and the same
+  // first failure for a mistake of that kind (the case's seed, steps and pages stay unsaid).
+  std::string Reproduce(const CaseSpec& spec, int stage) const override {
+    if (spec.model.empty() || spec.model.find('/') != std::string::npos) return StageDriver::Reproduce(spec, stage);
+    return fmt::format("to see a failure of this kind in full: ./workbook check {} --model data/models/{}/{} --cache {}",
+                       stage, spec.model, spec.format == "hf" ? "hf" : "model.gguf", spec.cache);
+  }
 
   Expected<CaseReport> RunCase(const CaseSpec& spec, const StageContext& context) const override {
     auto prepared = PrepareDecoderCase(spec, context.paths);

@@ -131,6 +131,34 @@ std::span<const DecoderMisconception> DecoderMisconceptions() {
          v.options.cache.group = straddling;
          return true;
        }},
+      {kDecoderMisconceptionIds[11], {"q", "k"},
+       "Your {buffer} matches q and k rotated without their QK-norm: this model normalises each head of q and k "
+       "(config.qkNorm) with its own weights before RoPE.",
+       "qk-norm-skipped",
+       [](Variant& v, CacheType) {
+         if (v.config.qkNorm == QkNorm::kNone) return false;
+         v.options.qkNormSkipped = true;
+         return true;
+       }},
+      {kDecoderMisconceptionIds[12], {"q", "k"},
+       "Your {buffer} matches the projection before RoPE: q and k are checked once rotated, so rotate each head's "
+       "pairs by its position (TODO 5) before the check can pass.",
+       "rope-skipped",
+       [](Variant& v, CacheType) {
+         v.options.ropeNotApplied = true;
+         return true;
+       }},
+      {kDecoderMisconceptionIds[13], {"attnOut"},
+       "Your {buffer} matches the sliding window on a global layer: only the layers config.layers[l].sliding marks "
+       "see the last W positions; every other layer sees every position.",
+       "window-on-global-layers",
+       [](Variant& v, CacheType) {
+         bool global = false;
+         for (const auto& layer : v.config.layers) global = global || !layer.sliding;
+         if (!AnySliding(v.config) || !global) return false;
+         v.options.windowOnAllLayers = true;
+         return true;
+       }},
   };
   return kEntries;
 }

@@ -23,10 +23,18 @@ namespace wb::stage05 {
 
 // A router softmax over the top k logits only gives exactly the renormalised weights
 // (p_i / Σ_chosen p_j either way), so that mistake is named as renormalised-top-k.
-inline constexpr std::array<std::string_view, 11> kDecoderMisconceptionIds = {
+// The last two ids are not variants of the whole reference but are found by decoder_checks.cc
+// on one call: a call's q and k rotated as if its positions started at 0 (cache.size never
+// advanced), and the one row a call asking for Logits::kLast gets written where the last
+// token's row would be.
+inline constexpr std::array<std::string_view, 16> kDecoderMisconceptionIds = {
     "qk-norm-after-rope",      "rope-pairing-for-format",  "window-off-by-one",  "embedding-scale-missing",
     "norm-plus-one-twice",     "renormalised-top-k",       "not-renormalised",   "ties-to-higher-id",
-    "untied-head-read-as-tied", "local-base-on-global-layers", "int8-group-straddles-heads"};
+    "untied-head-read-as-tied", "local-base-on-global-layers", "int8-group-straddles-heads",
+    "qk-norm-skipped",         "rope-skipped",             "window-on-global-layers",
+    "cache-size-not-advanced", "last-row-not-at-row-0"};
+inline constexpr std::string_view kCacheSizeNotAdvanced = kDecoderMisconceptionIds[14];
+inline constexpr std::string_view kLastRowNotAtRowZero = kDecoderMisconceptionIds[15];
 
 inline std::span<const std::string_view> DecoderMisconceptionIds() { return kDecoderMisconceptionIds; }
 

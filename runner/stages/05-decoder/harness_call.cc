@@ -96,8 +96,9 @@ void CallStage(Region& region) {
     return region.Floats<L>(b) + slice(b, rowsBefore, rows, layer);
   };
 
+  // A call's rows start after the earlier calls' tokens in every buffer; with Logits::kLast
+  // its one row of finalNorm and logits is the first of its rows there.
   size_t rowsBefore = 0;   // tokens of the earlier calls
-  size_t logitRowsBefore = 0;
   uint64_t* allocations = region.As<L, uint64_t>(L::kAllocations);
   std::byte* arenaAfter = region.As<L, std::byte>(L::kArenaAfter);
   for (int c = 0; c < params.calls; ++c) {
@@ -121,19 +122,20 @@ void CallStage(Region& region) {
     DecoderBuffers buffers;
     buffers.embedding = floats(L::kEmbedding, rowsBefore, n, 0);
     buffers.layers = layerBuffers.data();
-    buffers.finalNorm = floats(L::kFinalNorm, logitRowsBefore, logitRows, 0);
-    buffers.logits = floats(L::kLogits, logitRowsBefore, logitRows, 0);
+    buffers.finalNorm = floats(L::kFinalNorm, rowsBefore, logitRows, 0);
+    buffers.logits = floats(L::kLogits, rowsBefore, logitRows, 0);
     buffers.scratch = scratch;
 
+    WatchFirstAllocation();
     const uint64_t before = AllocationsSoFar();
     region.BeginCall(static_cast<unsigned>(c));
     decoder_forward(model, cache, std::span<const int32_t>(tokens + rowsBefore, static_cast<size_t>(n)),
                     params.allLogits ? Logits::kAll : Logits::kLast, buffers, params.threads);
     region.EndCall();
-    allocations[c] = AllocationsSoFar() - before;
+    allocations[2 * c] = AllocationsSoFar() - before;
+    allocations[2 * c + 1] = static_cast<uint64_t>(FirstAllocationSite());
     std::memcpy(arenaAfter + static_cast<size_t>(c) * arenaBytes, cache.arena, arenaBytes);
     rowsBefore += static_cast<size_t>(n);
-    logitRowsBefore += static_cast<size_t>(logitRows);
   }
 }
 

@@ -209,6 +209,56 @@ TEST_CASE("qkNormAfterRope: q and k change on a QK-norm family, norm1 and v do n
   CHECK(SameTrace(Trace(llama, DecoderOptions{}), Trace(llama, options)));
 }
 
+TEST_CASE("qkNormSkipped: q and k change on a QK-norm family, norm1 and v do not; nothing changes without one") {
+  for (const char* family : {"qwen3", "olmoe", "gemma3_text"}) {
+    CAPTURE(family);
+    const Fixture f = Open(family);
+    DecoderOptions options;
+    options.qkNormSkipped = true;
+    const ref::DecoderTrace base = Trace(f, DecoderOptions{});
+    const ref::DecoderTrace flipped = Trace(f, options);
+    ChangesFrom(base, flipped, 0, Checkpoint::kQ);
+    CHECK_FALSE(SameBuffer(base, flipped, 0, Checkpoint::kK));
+    CHECK(SameBuffer(base, flipped, 0, Checkpoint::kV));
+  }
+  const Fixture llama = Open("llama");
+  DecoderOptions options;
+  options.qkNormSkipped = true;
+  CHECK(SameTrace(Trace(llama, DecoderOptions{}), Trace(llama, options)));
+}
+
+TEST_CASE("ropeNotApplied: q and k change from position 1 on, v does not") {
+  for (const std::string& family : wbtest::Families()) {
+    CAPTURE(family);
+    const Fixture f = Open(family);
+    const wb::model::ModelConfig& c = f.config();
+    DecoderOptions options;
+    options.ropeNotApplied = true;
+    const ref::DecoderTrace base = Trace(f, DecoderOptions{});
+    const ref::DecoderTrace flipped = Trace(f, options);
+    ChangesFrom(base, flipped, 0, Checkpoint::kQ);
+    CHECK(SameBuffer(base, flipped, 0, Checkpoint::kV));
+    const size_t width = static_cast<size_t>(c.qWidth());
+    CHECK_FALSE(Same(base.Buffer(0, Checkpoint::kQ).subspan(width, width),
+                     flipped.Buffer(0, Checkpoint::kQ).subspan(width, width)));
+  }
+}
+
+TEST_CASE("windowOnAllLayers: gemma3's global layer attends within the window too; its sliding layers do not change") {
+  const Fixture f = Open("gemma3_text");
+  const wb::model::ModelConfig& c = f.config();
+  REQUIRE(c.layers[0].sliding);
+  REQUIRE_FALSE(c.layers[2].sliding);
+  REQUIRE(c.slidingWindow < static_cast<int>(kTokens.size()));
+  DecoderOptions options;
+  options.windowOnAllLayers = true;
+  const ref::DecoderTrace base = Trace(f, DecoderOptions{});
+  const ref::DecoderTrace flipped = Trace(f, options);
+  ChangesFrom(base, flipped, 2, Checkpoint::kAttnOut);
+  const Fixture mistral = Open("mistral");  // every layer slides already
+  CHECK(SameTrace(Trace(mistral, DecoderOptions{}), Trace(mistral, options)));
+}
+
 TEST_CASE("localBaseOnAllLayers: the global layer's q and k change, the sliding layers do not") {
   const Fixture f = Open("gemma3_text");
   const wb::model::ModelConfig& c = f.config();
