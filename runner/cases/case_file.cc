@@ -122,6 +122,18 @@ Status ReadModelFields(const json& c, const std::string& named, const StageInfo&
   std::string logits = "all";
   if (auto read = one_of("logits", {"all", "last"}, false, logits); !read.ok()) return read;
   spec.lastLogitsOnly = logits == "last";
+  if (c.contains("variant")) {
+    // A name, not a path: it is joined to the model's folder (ModelPathOf).
+    const bool name = c["variant"].is_string() && !c["variant"].get<std::string>().empty() &&
+                      c["variant"].get<std::string>().size() <= 40 &&
+                      std::all_of(c["variant"].get_ref<const std::string&>().begin(),
+                                  c["variant"].get_ref<const std::string&>().end(), [](char ch) {
+                                    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
+                                  });
+    if (!name) return BadData(fmt::format("{}.variant must be a name of lower-case letters, digits, - and _ "
+                                          "(a checkpoint beside the model's own: hf-NAME/ or model-NAME.gguf)", named));
+    spec.variant = c["variant"].get<std::string>();
+  }
   return ReadCount(c, named, "threads", kMaxCaseThreads, spec.threads);
 }
 
@@ -173,7 +185,7 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
                                                    "hidden", "slow", "points", "description"};
       static const std::set<std::string> kKernelStage = {"threads", "kernel", "out", "in", "accumulate"};
       static const std::set<std::string> kModelStage = {"model", "format", "cache", "page_size", "threads",
-                                                        "logits"};
+                                                        "logits", "variant"};
       const bool modelStage = !stage->models.empty();
       const bool known = (kKnown.count(key) && !(modelStage && (key == "x_scale" || key == "w_scale"))) ||
                          (kKernelStage.count(key) && !stage->kernels.empty()) ||
@@ -184,7 +196,7 @@ Expected<CaseFile> ParseCaseFile(const std::string& text, const std::string& pat
                                 modelStage ? "" : "x_scale, w_scale, ",
                                 stage->kernels.empty() ? "" : ", threads, kernel, out, in, accumulate",
                                 stage->weightSets.empty() ? "" : ", weights",
-                                modelStage ? ", model, format, cache, page_size, threads, logits" : ""));
+                                modelStage ? ", model, format, cache, page_size, threads, logits, variant" : ""));
       }
     }
     CaseSpec spec;

@@ -28,8 +28,11 @@
 //               "cache": "int8",                     optional: one of its cache_types (f32)
 //               "page_size": 4,                      optional: positions per cache page (16)
 //               "threads": 2,                        optional (1)
-//               "logits": "last"                     optional: every call asks for Logits::kLast,
+//               "logits": "last",                    optional: every call asks for Logits::kLast,
 //                                                    one row, checked at row 0 ("all": kAll)
+//               "variant": "tied-router"             optional: another checkpoint of the model,
+//                                                    data/models/NAME/hf-VARIANT/ ("hf") or
+//                                                    data/models/NAME/model-VARIANT.gguf ("gguf")
 //
 // Contract: LoadCaseFile accepts exactly this, for a stage of the table; anything else is
 // a BadData error naming the file and the field ("cases[2].T"), including unknown fields,
@@ -73,6 +76,7 @@ struct CaseSpec {
   std::string cache;
   int pageSize = 16;
   bool lastLogitsOnly = false;  // "logits": "last": every call asks for the last row's logits only
+  std::string variant;      // "variant": another checkpoint of the toy model ("": the model's own)
   std::vector<int> tokens;  // `check --model --tokens`: the prompt's ids ("": from the seed)
 
   int Tokens() const;       // T, or the sum of steps

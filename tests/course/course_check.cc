@@ -292,6 +292,7 @@ std::set<std::string> EdgeKinds(const wb::CaseSpec& c) {
     if (c.pageSize > 1 && c.pageSize % 2 == 1) kinds.insert("pages of an odd size");
     if (c.threads >= 2) kinds.insert("two threads or more");
     if (c.lastLogitsOnly) kinds.insert("the last row of logits only");
+    if (!c.variant.empty()) kinds.insert("the model's " + c.variant + " variant");
     if (c.model == "gemma3_text" || c.model == "mistral") {
       if (calls.front() > 4) kinds.insert("a prompt longer than the window");
     }

@@ -60,12 +60,22 @@ Expected<std::string> ModelPathOf(const CaseSpec& spec, const WorkbookPaths& pat
     if (ec || !fsys::exists(path, ec)) return BadUsage(fmt::format("{}: no such model file or folder", spec.model));
     return path.string();
   }
-  const std::string path = paths.Source(fmt::format("data/models/{}/{}", spec.model, spec.format == "hf" ? "hf" : "model.gguf"));
+  const std::string path = paths.Source(ToyModelPath(spec));
   std::error_code ec;
   if (!fsys::exists(path, ec)) {
+    if (!spec.variant.empty()) {
+      return BadData(fmt::format("{}: the toy model of '{}' has no variant '{}' in this workbook's data", path,
+                                 spec.model, spec.variant));
+    }
     return BadData(fmt::format("{}: the toy model of '{}' is missing from this workbook's data", path, spec.model));
   }
   return path;
+}
+
+std::string ToyModelPath(const CaseSpec& spec) {
+  if (spec.variant.empty()) return fmt::format("data/models/{}/{}", spec.model, spec.format == "hf" ? "hf" : "model.gguf");
+  return spec.format == "hf" ? fmt::format("data/models/{}/hf-{}", spec.model, spec.variant)
+                             : fmt::format("data/models/{}/model-{}.gguf", spec.model, spec.variant);
 }
 
 namespace {
@@ -74,7 +84,8 @@ std::string LabelOf(const CaseSpec& spec, const model::ModelConfig& config) {
   if (spec.model.find('/') != std::string::npos) {
     return fmt::format("{} ({})", spec.model, config.format == model::WeightFormat::kGguf ? "GGUF" : "Hugging Face");
   }
-  return fmt::format("{} ({})", spec.model, spec.format == "hf" ? "Hugging Face" : "GGUF");
+  const std::string variant = spec.variant.empty() ? "" : ", " + spec.variant;
+  return fmt::format("{} ({}{})", spec.model, spec.format == "hf" ? "Hugging Face" : "GGUF", variant);
 }
 
 }  // namespace

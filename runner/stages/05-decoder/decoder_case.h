@@ -83,6 +83,9 @@ struct DecoderCase {
 
 // The absolute path of a case's model, and whether it exists.
 Expected<std::string> ModelPathOf(const CaseSpec& spec, const WorkbookPaths& paths);
+// A toy case's model, relative to the workbook: data/models/NAME/hf or model.gguf, or the
+// case's variant of it (hf-VARIANT, model-VARIANT.gguf).
+std::string ToyModelPath(const CaseSpec& spec);
 
 // BadData for a model the workbook cannot run (naming the file and the key or tensor);
 // BadUsage for a case that does not fit it (more tokens than the cache a page size allows).

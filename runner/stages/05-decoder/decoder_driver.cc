@@ -47,8 +47,8 @@ class DecoderDriver final : public StageDriver {
   // first failure for a mistake of that kind (the case's seed, steps and pages stay unsaid).
   std::string Reproduce(const CaseSpec& spec, int stage) const override {
     if (spec.model.empty() || spec.model.find('/') != std::string::npos) return StageDriver::Reproduce(spec, stage);
-    return fmt::format("to see a failure of this kind in full: ./workbook check {} --model data/models/{}/{} --cache {}",
-                       stage, spec.model, spec.format == "hf" ? "hf" : "model.gguf", spec.cache);
+    return fmt::format("to see a failure of this kind in full: ./workbook check {} --model {} --cache {}", stage,
+                       ToyModelPath(spec), spec.cache);
   }
 
   Expected<CaseReport> RunCase(const CaseSpec& spec, const StageContext& context) const override {
