@@ -249,9 +249,10 @@ TEST_CASE("every checkpoint has hints, and every lesson exists") {
   }
 }
 
-TEST_CASE("every misconception the runner can name has graded hints") {
-  // Every catalogue the runner links (the block's, and each stage's own beside its driver):
-  // `hint` shows the table's misconception_hints when the first failure is one of these.
+namespace {
+
+// Every catalogue the runner links: the block's, and each stage's own beside its driver.
+std::vector<std::string> AllMisconceptionIds() {
   std::vector<std::string> ids;
   for (const auto& m : wb::BlockMisconceptions()) ids.emplace_back(m.id);
   for (const auto& m : wb::stage02::DecodeMisconceptions()) ids.emplace_back(m.id);
@@ -259,6 +260,75 @@ TEST_CASE("every misconception the runner can name has graded hints") {
   for (const auto& id : wb::stage04::QuantizeMisconceptionIds()) ids.emplace_back(id);
   for (const auto& id : wb::stage04::MatmulMisconceptionIds()) ids.emplace_back(id);
   for (const auto& id : wb::stage05::DecoderMisconceptionIds()) ids.emplace_back(id);
+  return ids;
+}
+
+// The section "## Mistakes the runner names" of a lesson, up to the next "## " heading.
+std::string MistakesSection(const std::string& lesson) {
+  const std::string heading = "\n## Mistakes the runner names\n";
+  const size_t start = lesson.find(heading);
+  if (start == std::string::npos) return "";
+  const size_t end = lesson.find("\n## ", start + heading.size());
+  return lesson.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// The misconception each of a planted folder's bugs must be named as ("none" left out).
+std::set<std::string> PlantedMisconceptions(const std::string& folder) {
+  std::set<std::string> ids;
+  for (const auto& entry : fsys::directory_iterator(Source(folder))) {
+    if (entry.path().extension() != ".bug") continue;
+    std::istringstream lines(wbtest::ReadFile(entry.path().string()));
+    std::string line;
+    while (std::getline(lines, line) && line.rfind("--- ", 0) != 0) {
+      if (line.rfind("misconception:", 0) != 0) continue;
+      std::string id = line.substr(std::string("misconception:").size());
+      id.erase(0, id.find_first_not_of(' '));
+      if (id != "none") ids.insert(id);
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("every mistake a lesson says the runner names is a planted bug that it must name") {
+  // A lesson's claim "the runner names X here" holds only if a planted bug of the stage makes
+  // X and its test (tests/planted) sees the runner name X at the checkpoint the bug gives.
+  const std::vector<std::string> catalogue = AllMisconceptionIds();
+  const std::set<std::string> known(catalogue.begin(), catalogue.end());
+  std::set<std::string> documented;
+  for (const wb::StageInfo* stage : Available()) {
+    CAPTURE(stage->lesson);
+    const std::string section = MistakesSection(wbtest::ReadFile(Source(stage->lesson)));
+    REQUIRE_MESSAGE(!section.empty(), "the lesson has no section \"## Mistakes the runner names\"");
+    const std::set<std::string> planted = PlantedMisconceptions(stage->planted);
+    int claimed = 0;
+    for (size_t open = section.find('`'); open != std::string::npos; open = section.find('`', open + 1)) {
+      const size_t close = section.find('`', open + 1);
+      if (close == std::string::npos) break;
+      const std::string id = section.substr(open + 1, close - open - 1);
+      open = close;
+      if (!known.count(id)) continue;
+      ++claimed;
+      documented.insert(id);
+      CAPTURE(id);
+      CHECK_MESSAGE(planted.count(id) == 1, "the lesson names " << id << ", but no bug in " << stage->planted
+                                                                << " is planted to be named " << id);
+    }
+    CHECK(claimed > 0);
+  }
+  // And the other way: every misconception a planted bug is named as is in some lesson.
+  for (const wb::StageInfo* stage : Available()) {
+    for (const std::string& id : PlantedMisconceptions(stage->planted)) {
+      CAPTURE(id);
+      CHECK_MESSAGE(documented.count(id) == 1, "no lesson's \"Mistakes the runner names\" names " << id);
+    }
+  }
+}
+
+TEST_CASE("every misconception the runner can name has graded hints") {
+  // `hint` shows the table's misconception_hints when the first failure is one of these.
+  const std::vector<std::string> ids = AllMisconceptionIds();
   REQUIRE(ids.size() >= 19);
   for (const auto& id : ids) {
     CAPTURE(id);
