@@ -385,7 +385,9 @@ std::string WhatToFix(const RunReport& r, const CaseReport& c) {
   std::vector<std::string> separate;
   for (size_t i = at + 1; i < c.checkpoints.size() && !c.hidden; ++i) {
     const CheckpointReport& other = c.checkpoints[i];
-    if (!Failed(other) || Consequence(c, graph, i)) continue;
+    // A buffer whose step is right for what it was given is off because of something
+    // earlier, whatever the graph knows: its own line says so, and the headline must agree.
+    if (!Failed(other) || Consequence(c, graph, i) || other.local == LocalStatus::kPass) continue;
     if (std::find(downstream.begin(), downstream.end(), i) != downstream.end()) continue;
     const bool sameMistake = cp.misconception && other.misconception && other.misconception->id == cp.misconception->id;
     (sameMistake ? same : separate).push_back(other.name);

@@ -278,6 +278,29 @@ TEST_CASE("a wrong buffer that the first one does not feed is named as a mistake
   CHECK(fix.find("step2.q is wrong too, and not computed from step1.kCache.") != std::string::npos);
 }
 
+TEST_CASE("the headline never calls a buffer wrong on its own when its line says it is off because of another") {
+  // step2.attnOut reads the rows step 1 stored, but the graph links it to step 2's q and
+  // cache rows only; its step is right for what it was given (local pass), so its line says
+  // "off only because an earlier buffer is", and the headline must not list it as a mistake.
+  std::vector<CheckpointReport> all = Call(1);
+  for (const auto& cp : Call(2)) all.push_back(cp);
+  RunReport r = OneCase(all, CaseStatus::kFail);
+  Fail(Find(r, "step1.kCache"), LocalStatus::kFail);
+  Find(r, "step1.kCache").computedFrom.clear();
+  for (const char* name : {"step1.attnOut", "step1.residual1", "step1.norm2", "step1.ffnOut", "step1.output"}) {
+    Fail(Find(r, name), LocalStatus::kPass);
+  }
+  Fail(Find(r, "step2.attnOut"), LocalStatus::kPass);
+  Find(r, "step2.attnOut").computedFrom = {"step2.q", "step2.kCache", "step2.vCache"};
+  r.cases[0].firstFailure = "step1.kCache";
+  const std::string text = wb::RenderText(r, {});
+  CHECK(LineOf(text, "step2.attnOut").find("off only because") != std::string::npos);
+  const std::string fix = Lines(text)[2];
+  CHECK(fix.rfind("> Fix step1.kCache first", 0) == 0);
+  CHECK(fix.find("step2.attnOut") == std::string::npos);
+  CHECK(fix.find("not computed from") == std::string::npos);
+}
+
 TEST_CASE("a case that stopped, or wrote where it must not, is summarised by its headline") {
   RunReport r = OneCase({Passing("norm1", 6.6e-7, 0.6), Unwritten("attnOut", 2048)}, CaseStatus::kCrash);
   r.cases[0].headline = "decoder_block crashed with a segmentation fault.";

@@ -346,10 +346,12 @@ void CaseChecker::DescribeLayer(int call, int layer) {
     local(attnOut, [ctx, myQ, keys, values] {
       return ref::StepAttention(ctx, ToDouble(myQ), ToDouble(keys), ToDouble(values));
     });
-    if (call > 0) {
-      for (int earlier = 1; earlier <= call; ++earlier) {
-        descriptors_[attnOut].alsoComputedFrom.push_back(Name("cacheOtherRows", earlier - 1));
-      }
+    // It reads every row the earlier calls stored too: a wrong row stored then is why this
+    // attnOut is off, even where its own q and rows are right.
+    for (int earlier = 0; earlier < call; ++earlier) {
+      descriptors_[attnOut].alsoComputedFrom.push_back(Name("kCache", earlier, layer));
+      descriptors_[attnOut].alsoComputedFrom.push_back(Name("vCache", earlier, layer));
+      descriptors_[attnOut].alsoComputedFrom.push_back(Name("cacheOtherRows", earlier));
     }
   }
   const size_t residual1 = value(kResidual1, {attnOut, input});
