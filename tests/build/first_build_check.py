@@ -10,6 +10,7 @@ goal of a first check in under a minute on two cores.
 
 Usage: first_build_check.py NINJA BUILD_DIR
 """
+import re
 import subprocess
 import sys
 
@@ -24,6 +25,9 @@ NEEDED_MODEL_SOURCES = tuple("model/files/" + name + ".cc" for name in (
 NOT_NEEDED_TARGETS = ("libwbmodel", "libwbmodelfile", "libwbdecoder", "workbook-models")
 # Header-only libraries that cost seconds per translation unit that includes them.
 HEAVY_HEADERS = ("nlohmann/json.hpp", "CLI/CLI.hpp")
+# Another stage's solution, harness, bench child, prelude or data (stage 1 is the first
+# stage, numbered 01 in file and target names).
+OTHER_STAGE_CODE = re.compile(r"(solutions/0[2-9]-|stage0[2-9]|harness_stage0[2-9])")
 # The runner's two unity translation units and its front end's (meson.build: fast_first_build).
 MOST_UNITS_PER_HEADER = 3
 
@@ -44,6 +48,9 @@ def main():
                 continue
             if source.startswith(NOT_NEEDED) or any(name in source for name in NOT_NEEDED_TARGETS):
                 problems.append(f"{alias} needs {path}, which no check uses")
+            # A stage's first command builds that stage's own code and no other stage's.
+            if alias == "stage-1-ready" and OTHER_STAGE_CODE.search(source):
+                problems.append(f"{alias} needs {path}, which only another stage uses")
 
     objects = [p for p in inputs if p.endswith(".o")]
     if not objects:
