@@ -158,6 +158,48 @@ Expected<CaseReport> RunCase(const StageDriver& driver, const CaseSpec& spec, co
   return report;
 }
 
+namespace {
+
+double TimeLimitOf(const CheckOptions& o, const StageDriver& driver, const CaseSpec& spec) {
+  return o.timeLimitSeconds > 0 ? o.timeLimitSeconds : driver.DefaultTimeLimit(spec);
+}
+
+// `--kernels mine`: a case that fails on the student's kernels and passes on the provided
+// ones under the same decoder fails because of the kernels, whichever buffer shows it first,
+// so its headline says that and names them. A case that fails either way keeps its report:
+// the decoder is wrong too, and its first failure is the place to start.
+Status BlameKernels(const CheckOptions& mine, const StageInfo& stage, const StageBuild& build,
+                    const WorkbookPaths& paths, const StageDriver& driver, StageContext context,
+                    const std::vector<CaseSpec>& specs, RunReport& report) {
+  CheckOptions provided = mine;
+  provided.kernelFiles.clear();
+  auto impl = PrepareImplementation(provided, stage, build, paths);
+  if (!impl.ok() || !impl->compiled) return Status::Ok();  // nothing to compare with: the report stands
+  context.harness = impl->harness;
+  std::vector<std::string> files;
+  for (const std::string& file : mine.kernelFiles) files.push_back(Shown(file, paths.sourceRoot));
+  for (size_t i = 0; i < report.cases.size(); ++i) {
+    CaseReport& c = report.cases[i];
+    if (c.status == CaseStatus::kPass) continue;
+    context.limits.wallSeconds = TimeLimitOf(mine, driver, specs[i]);
+    auto again = RunCase(driver, specs[i], context);
+    if (!again.ok()) return again.error();
+    if (again->status != CaseStatus::kPass) continue;
+    std::string headline = fmt::format(
+        "your kernels are what is wrong here, not your decoder: with the provided kernels in place of {} this case "
+        "passes",
+        fmt::join(files, " and "));
+    if (const std::string which = driver.KernelsOfCase(specs[i], context); !which.empty()) {
+      headline += ". " + which;
+    }
+    if (!c.headline.empty()) headline += fmt::format(" (with yours: {})", c.headline);
+    c.headline = headline + ".";
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) {
   auto table = LoadStageTable(paths.Source("data/stages.json"));
   if (!table.ok()) return table.error();
@@ -235,11 +277,12 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
   std::vector<const CaseSpec*> quick;
   std::vector<const CaseSpec*> full;
   for (const CaseSpec& spec : cases->cases) (twoPasses && spec.slow ? full : quick).push_back(&spec);
+  std::vector<CaseSpec> specsRun;  // of report.cases, in order
   auto runAll = [&](const std::vector<const CaseSpec*>& pass) -> Status {
     for (const CaseSpec* listed : pass) {
       CaseSpec spec = *listed;
       if (o.showHidden) spec.hidden = false;
-      context.limits.wallSeconds = o.timeLimitSeconds > 0 ? o.timeLimitSeconds : driver->DefaultTimeLimit(spec);
+      context.limits.wallSeconds = TimeLimitOf(o, *driver, spec);
       auto ran = RunCase(*driver, spec, context);
       if (!ran.ok() && ran.error().kind == ErrorKind::kBadData) {
         return BadData(fmt::format("{}: {}", casesPath, ran.error().message));  // which file holds the case
@@ -247,6 +290,7 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
       if (!ran.ok()) return ran.error();
       if (ran->hidden && ran->status != CaseStatus::kPass) ran->notes.push_back(driver->Reproduce(spec, stage->number));
       report.cases.push_back(std::move(*ran));
+      specsRun.push_back(spec);
     }
     return Status::Ok();
   };
@@ -259,6 +303,11 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
     if (auto ran = runAll(full); !ran.ok()) return ran.error();
   } else {
     for (const CaseSpec* spec : full) report.casesNotRun.push_back(spec->name);
+  }
+  if (!withKernels.kernelFiles.empty() && !allPassed()) {
+    if (auto blamed = BlameKernels(withKernels, *stage, *build, paths, *driver, context, specsRun, report); !blamed.ok()) {
+      return blamed.error();
+    }
   }
   report.status = allPassed() && report.casesNotRun.empty() ? RunStatus::kPass : RunStatus::kFail;
   if (o.leaderboard) {

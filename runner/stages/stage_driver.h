@@ -71,6 +71,15 @@ class StageDriver {
     return fmt::format("the visible suite has a case of every kind a hidden suite holds: ./workbook check {} "
                        "shows them in full", stage);
   }
+  // For `check --kernels mine`, of a case that fails on the student's kernels and passes on
+  // the provided ones: which of the earlier stages' kernels its products ran, and where
+  // they are ("its matrices are Q4_0, which ... matmul_q of stages/04-quant/quant.cc").
+  // Empty by default: a stage built on no earlier stage's kernels.
+  virtual std::string KernelsOfCase(const CaseSpec& spec, const StageContext& context) const {
+    (void)spec;
+    (void)context;
+    return "";
+  }
   // What Gradescope's leaderboard ranks by (check --leaderboard): measured on context.harness
   // when `measure` (every case passed), else the same entries at 0; empty when the stage
   // ranks nothing. Timed by the runner's clock, never by anything the student's code can

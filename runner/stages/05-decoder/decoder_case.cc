@@ -132,17 +132,24 @@ Expected<DecoderCase> PrepareDecoderCase(const CaseSpec& spec, const WorkbookPat
   auto blockQuantized = [](const model::WeightMatrix& m) {
     return m.tensor.type == TensorType::kQ8_0 || m.tensor.type == TensorType::kQ4_0;
   };
-  c.quantizedProducts = blockQuantized(c.weights.head);
+  auto note = [&c, &blockQuantized](const model::WeightMatrix& m) {
+    if (m.rows == 0) return;  // a matrix this layer does not have
+    c.quantizedProducts = c.quantizedProducts || blockQuantized(m);
+    const std::string type(TensorTypeName(m.tensor.type));
+    if (std::find(c.matrixTypes.begin(), c.matrixTypes.end(), type) == c.matrixTypes.end()) {
+      c.matrixTypes.push_back(type);
+    }
+  };
   for (const auto& layer : c.weights.layers) {
     for (const model::WeightMatrix* m : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down,
                                          &layer.router}) {
-      c.quantizedProducts = c.quantizedProducts || blockQuantized(*m);
+      note(*m);
     }
     for (const auto& expert : layer.experts) {
-      c.quantizedProducts =
-          c.quantizedProducts || blockQuantized(expert.gate) || blockQuantized(expert.up) || blockQuantized(expert.down);
+      for (const model::WeightMatrix* m : {&expert.gate, &expert.up, &expert.down}) note(*m);
     }
   }
+  note(c.weights.head);
 
   SplitMix64 random(spec.seed);
   for (int i = 0; i < spec.Tokens(); ++i) {

@@ -64,6 +64,9 @@ struct DecoderCase {
   std::vector<int32_t> pageTable;
   Expectations expected;
   bool quantizedProducts = false;  // some matrix is Q8_0 or Q4_0: its products quantize their inputs
+  // The stored types of the matrices products are taken with ("Q8_0", "F16"), each once, in
+  // the order first met: which kernels the provided weight_matmul hands them to.
+  std::vector<std::string> matrixTypes;
   // "logits": "last": every call asks for Logits::kLast, so finalNorm and logits hold one row
   // per call, the call's last token's, at row 0 of the call's rows.
   bool lastLogitsOnly = false;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "decoder_case.h"
 #include "decoder_checks.h"
@@ -49,6 +50,38 @@ class DecoderDriver final : public StageDriver {
     if (spec.model.empty() || spec.model.find('/') != std::string::npos) return StageDriver::Reproduce(spec, stage);
     return fmt::format("to see a failure of this kind in full: ./workbook check {} --model {} --cache {}", stage,
                        ToyModelPath(spec), spec.cache);
+  }
+
+  // The provided weight_matmul (child/weight_kernels.cc) hands products of Q8_0 and Q4_0
+  // matrices to stage 4's kernels, and of F32 ones on more than one thread to stage 3's; any
+  // other type it multiplies itself.
+  std::string KernelsOfCase(const CaseSpec& spec, const StageContext& context) const override {
+    auto prepared = PrepareDecoderCase(spec, context.paths);
+    if (!prepared) return "";
+    const std::vector<std::string>& types = prepared->matrixTypes;
+    auto has = [&types](const char* type) { return std::find(types.begin(), types.end(), type) != types.end(); };
+    std::vector<std::string> quantized;
+    for (const char* type : {"Q8_0", "Q4_0"}) {
+      if (has(type)) quantized.push_back(type);
+    }
+    std::vector<std::string> uses;
+    if (!quantized.empty()) {
+      uses.push_back(fmt::format("the {} products to your stage-4 quantize_q8_0 and matmul_q (./workbook check 4 "
+                                 "checks them on their own)",
+                                 fmt::join(quantized, " and ")));
+    }
+    if (has("F32") && spec.threads > 1) {
+      uses.push_back(fmt::format("the F32 products, on {} threads, to your stage-3 matmul and matmul_swiglu "
+                                 "(./workbook check 3 checks them on their own)",
+                                 spec.threads));
+    }
+    if (uses.empty()) {
+      return fmt::format("Its matrices are {}, which the provided weight_matmul multiplies itself: the difference "
+                         "comes from something else in your stage-3 or stage-4 file",
+                         fmt::join(types, ", "));
+    }
+    return fmt::format("Its matrices are {}; the provided weight_matmul hands {}", fmt::join(types, ", "),
+                       fmt::join(uses, ", and "));
   }
 
   Expected<CaseReport> RunCase(const CaseSpec& spec, const StageContext& context) const override {

@@ -47,9 +47,10 @@ TEST_CASE("regenerating the fixtures reproduces the committed ones") {
   const std::set<std::string> fresh = FilesUnder(scratch.path());
   const std::set<std::string> kept = FilesUnder(committed);
   CHECK_MESSAGE(fresh == kept, kRegenerate);
-  // config, safetensors, gguf, goldens per family; llama's Q8_0; the HF-only variants of
-  // qwen3_moe (dense-layer) and mixtral (tied-router): config, safetensors, goldens each.
-  CHECK(fresh.size() == 8 * 4 + 1 + 3 + 3);
+  // config, safetensors, gguf, goldens per family; llama's Q8_0, Q4_0 and F32 GGUFs; the
+  // HF-only variants of qwen3_moe (dense-layer) and mixtral (tied-router): config,
+  // safetensors, goldens each.
+  CHECK(fresh.size() == 8 * 4 + 3 + 3 + 3);
   for (const std::string& file : fresh) {
     CAPTURE(file);
     const std::string a = wbtest::ReadFile(scratch.path() / file);
