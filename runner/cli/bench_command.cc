@@ -145,7 +145,7 @@ Command AddBenchCommand(CLI::App& app) {
                 "0.25); stage 5: runs per figure (default 3)")
       ->check(CLI::PositiveNumber);
   c->add_option("--tokens", o->tokens, "Stage 3: T values, comma-separated (default 1,16,128,512)");
-  c->add_option("--format", o->format, "Stage 3: text (a table) or json, on stdout")
+  c->add_option("--format", o->format, "Stages 3-5: text (a table) or json, on stdout")
       ->check(CLI::IsMember({"text", "json"}));
   c->add_option("--plot", o->plot, "Stages 3-5: also draw the figures as an SVG file");
   c->add_flag("--mine", o->mine, "Stage 5: time your decoder (the default)");
