@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -108,6 +109,56 @@ Status WritePlot(const std::string& path, const std::string& text) {
     return BadUsage(fmt::format("--plot {}: cannot write the file", path));
   }
   return Status::Ok();
+}
+
+double TextWidth(const std::string& text, double fontSize) {
+  size_t characters = 0;
+  for (char c : text) characters += (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // UTF-8: a lead byte
+  return 0.6 * fontSize * static_cast<double>(characters);
+}
+
+const char* TextColourOn(const std::string& fill, double fillOpacity) {
+  unsigned rgb = 0;
+  if (fill.size() != 7 || std::sscanf(fill.c_str(), "#%6x", &rgb) != 1) return "#000";
+  double luminance = 0;
+  const double weights[] = {0.2126, 0.7152, 0.0722};
+  for (int channel = 0; channel < 3; ++channel) {
+    // The colour as drawn over the white background, then from sRGB to linear light.
+    const double drawn = (fillOpacity * ((rgb >> (16 - 8 * channel)) & 0xFF) + (1 - fillOpacity) * 255) / 255;
+    const double linear = drawn <= 0.04045 ? drawn / 12.92 : std::pow((drawn + 0.055) / 1.055, 2.4);
+    luminance += weights[channel] * linear;
+  }
+  const double againstBlack = (luminance + 0.05) / 0.05, againstWhite = 1.05 / (luminance + 0.05);
+  return againstBlack >= againstWhite ? "#000" : "#fff";
+}
+
+BarLabels LayOutBarLabels(const std::vector<double>& values, const std::vector<double>& labelWidths, double reference,
+                          double leastRange, double span, double gap) {
+  BarLabels out{leastRange, std::vector<BarLabelPlace>(values.size(), BarLabelPlace::kAfterBar)};
+  // The range at which a label that starts a gap after `value` ends at the right edge.
+  auto rangeToFit = [&](double value, double width) { return value * span / std::max(span - gap - width, 1.0); };
+  // Each pass places every label at the present range and widens the range for any label that
+  // runs past the edge. A wider range only shortens the bars, so a label only moves down the
+  // list (after the bar, inside it, after the line), never back, and the passes end.
+  for (;;) {
+    double needed = out.range;
+    const double line = reference / out.range * span;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const double end = values[i] / out.range * span, width = labelWidths[i];
+      BarLabelPlace& place = out.places[i];
+      if (values[i] >= reference || end + gap + width + gap <= line) {
+        place = BarLabelPlace::kAfterBar;  // past the line already, or ends before it
+        needed = std::max(needed, rangeToFit(values[i], width));
+      } else if (gap + width + gap <= end) {
+        place = BarLabelPlace::kInsideBar;  // the bar ends before the line, so its inside does too
+      } else {
+        place = BarLabelPlace::kAfterReference;
+        needed = std::max(needed, rangeToFit(reference, width));
+      }
+    }
+    if (needed <= out.range) return out;
+    out.range = needed;
+  }
 }
 
 Expected<ProgramOutput> RunJsonProgram(std::vector<std::string> argv, const std::string& what, double timeoutSeconds,

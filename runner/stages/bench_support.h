@@ -15,6 +15,18 @@
 // write before anything is measured (trying PATH.partial, then removing it), and WritePlot()
 // writes the file whole or not at all (PATH.partial, then a rename); both errors are
 // BadUsage, naming the option and the path.
+//
+// A figure's text: TextWidth() estimates how wide a line of text is drawn, 0.6 em a character
+// (more than sans-serif fonts take on average, so a box built from it holds the text), and
+// TextColourOn() is black or white, whichever contrasts more with a fill "#rrggbb" drawn at
+// fillOpacity over white (WCAG 2's relative luminance). LayOutBarLabels() places the value
+// labels of horizontal bars that start at one left edge and are drawn against one reference
+// line (100%, 1x): each label goes after its bar, or inside its bar's right end, or just after
+// the reference line, whichever is first to neither cross the line nor run past the right
+// edge, and the range (the value at the right edge, at least leastRange, itself at least the
+// reference) grows until every label placed after something fits. Widths in the figure's
+// units: span is the bars' room, labelWidths[i] bar i's label, gap the space each side of a
+// label.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +50,17 @@ std::string Mebibytes(uint64_t bytes);
 
 Status CheckPlotWritable(const std::string& path);
 Status WritePlot(const std::string& path, const std::string& text);
+
+double TextWidth(const std::string& text, double fontSize);
+const char* TextColourOn(const std::string& fill, double fillOpacity = 1.0);
+
+enum class BarLabelPlace { kAfterBar, kInsideBar, kAfterReference };
+struct BarLabels {
+  double range = 0;                   // the value at the bars' right edge
+  std::vector<BarLabelPlace> places;  // one per bar
+};
+BarLabels LayOutBarLabels(const std::vector<double>& values, const std::vector<double>& labelWidths, double reference,
+                          double leastRange, double span, double gap);
 
 struct ProgramOutput {
   int exitStatus = 0;

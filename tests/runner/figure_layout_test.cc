@@ -1,0 +1,81 @@
+// The benches' figures: where a bar's value label goes so that it crosses neither the reference
+// line nor the right edge, the range that makes room for it, and the text colour inside a bar.
+// That the drawn figures keep their bars and points is quant_bench_test's and fused_cli_test's.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "runner/stages/bench_support.h"
+
+namespace {
+
+using wb::BarLabelPlace;
+
+constexpr double kSpan = 400, kGap = 6, kWidth = 100;
+
+// Where label i lies, from the bars' left edge, at the layout's range.
+struct Extent {
+  double left, right;
+};
+Extent LabelExtent(const wb::BarLabels& labels, const std::vector<double>& values, size_t i, double reference) {
+  const double end = values[i] / labels.range * kSpan, line = reference / labels.range * kSpan;
+  switch (labels.places[i]) {
+    case BarLabelPlace::kAfterBar: return {end + kGap, end + kGap + kWidth};
+    case BarLabelPlace::kInsideBar: return {end - kGap - kWidth, end - kGap};
+    case BarLabelPlace::kAfterReference: break;
+  }
+  return {line + kGap, line + kGap + kWidth};
+}
+
+}  // namespace
+
+TEST_CASE("a bar's value label crosses neither the reference line nor the right edge") {
+  const std::vector<double> values = {10, 40, 70, 96, 100, 104, 180};
+  const wb::BarLabels labels =
+      wb::LayOutBarLabels(values, std::vector<double>(values.size(), kWidth), 100, 110, kSpan, kGap);
+  REQUIRE(labels.places.size() == values.size());
+  CHECK(labels.range >= 180);
+  const double line = 100 / labels.range * kSpan;
+  for (size_t i = 0; i < values.size(); ++i) {
+    CAPTURE(values[i]);
+    const Extent label = LabelExtent(labels, values, i, 100);
+    CHECK((label.right <= line || label.left >= line));
+    CHECK(label.left >= 0);
+    CHECK(label.right <= kSpan);
+    if (labels.places[i] == BarLabelPlace::kInsideBar) CHECK(label.left >= 0);  // within the bar
+  }
+  CHECK(labels.places[0] == BarLabelPlace::kAfterBar);   // short: room before the line
+  CHECK(labels.places[3] == BarLabelPlace::kInsideBar);  // just short of the line
+  CHECK(labels.places[5] == BarLabelPlace::kAfterBar);   // past the line
+  CHECK(labels.places[6] == BarLabelPlace::kAfterBar);
+}
+
+TEST_CASE("bars that leave the range alone keep the least range; one past it widens it just enough") {
+  const std::vector<double> shortBars = {20, 50};
+  CHECK(wb::LayOutBarLabels(shortBars, {kWidth, kWidth}, 100, 110, kSpan, kGap).range == 110);
+  const std::vector<double> past = {20, 105};
+  const wb::BarLabels labels = wb::LayOutBarLabels(past, {kWidth, kWidth}, 100, 110, kSpan, kGap);
+  CHECK(labels.range == doctest::Approx(105 * kSpan / (kSpan - kGap - kWidth)));
+  CHECK(LabelExtent(labels, past, 1, 100).right == doctest::Approx(kSpan));
+}
+
+TEST_CASE("a short bar near a crowded line puts its label just after the line") {
+  // One long bar squeezes the line to the left: a 60% bar is then too short to hold its label
+  // and too near the line to have it after the bar.
+  const std::vector<double> values = {60, 400};
+  const wb::BarLabels labels = wb::LayOutBarLabels(values, {kWidth, kWidth}, 100, 110, kSpan, kGap);
+  CHECK(labels.places[0] == BarLabelPlace::kAfterReference);
+  CHECK(LabelExtent(labels, values, 0, 100).right <= kSpan);
+}
+
+TEST_CASE("text inside a bar is whichever of black and white contrasts more") {
+  CHECK(std::string(wb::TextColourOn("#1f77b4")) == "#fff");       // the Q8_0 blue
+  CHECK(std::string(wb::TextColourOn("#d62728")) == "#fff");       // stage 3's red
+  CHECK(std::string(wb::TextColourOn("#2ca02c")) == "#000");       // green
+  CHECK(std::string(wb::TextColourOn("#999999")) == "#000");       // grey
+  CHECK(std::string(wb::TextColourOn("#1f77b4", 0.6)) == "#000");  // the blue at 60% over white
+  CHECK(std::string(wb::TextColourOn("#000000")) == "#fff");
+  CHECK(std::string(wb::TextColourOn("not a colour")) == "#000");
+}
