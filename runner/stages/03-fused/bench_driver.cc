@@ -327,33 +327,166 @@ json ToJson(const Machine& m, const std::vector<Row>& rows, const std::vector<Ve
 // A roofline (Williams, Waterman and Patterson, CACM 2009): log-log, FLOP/byte across, GFLOP/s
 // up; the probe's peaks as flat lines and its bandwidths as slopes, each kernel a point.
 // Below it, each T = 512 row's ratio to OpenBLAS as a bar, with 1 marked.
+// The figure is kFigureWidth units wide and takes the page's width (width 100%, a viewBox): in
+// a 1280 px window a documentation page's text column is about 750 px, where its 12-unit text
+// is 11 px. Nothing is drawn over anything else: the legend, which names the roofs' figures,
+// sits above the plot, each T is named once beside its points, clear of every point, roof and
+// other name, and each bar's ratio clear of the line at 1 (LayOutBarLabels).
+constexpr double kFigureWidth = 800, kFontSize = 12;
+
+// A rectangle in the figure's units, y down; and a straight line, from (x1, y1) to (x2, y2).
+struct Box {
+  double left, top, right, bottom;
+};
+struct Segment {
+  double x1, y1, x2, y2;
+};
+
+// Text this close to a point, a line or other text reads as touching it.
+constexpr double kClearance = 2;
+
+bool Overlap(const Box& a, const Box& b) {
+  return a.left < b.right + kClearance && b.left < a.right + kClearance && a.top < b.bottom + kClearance &&
+         b.top < a.bottom + kClearance;
+}
+
+// Liang and Barsky's clipping: the segment's points are (x1, y1) + t (dx, dy) for t in [0, 1];
+// each side of the box (grown by the clearance) cuts the range of t that lies inside it, and the
+// segment crosses the box when some of that range is left.
+bool Crosses(const Segment& s, const Box& b) {
+  const double dx = s.x2 - s.x1, dy = s.y2 - s.y1;
+  const double towards[] = {-dx, dx, -dy, dy};
+  const double room[] = {s.x1 - (b.left - kClearance), (b.right + kClearance) - s.x1, s.y1 - (b.top - kClearance),
+                         (b.bottom + kClearance) - s.y1};
+  double enter = 0, leave = 1;
+  for (int side = 0; side < 4; ++side) {
+    if (towards[side] == 0) {
+      if (room[side] < 0) return false;  // parallel to this side, and outside it
+      continue;
+    }
+    const double t = room[side] / towards[side];
+    if (towards[side] < 0) {
+      enter = std::max(enter, t);
+    } else {
+      leave = std::min(leave, t);
+    }
+    if (enter > leave) return false;
+  }
+  return true;
+}
+
+// What a name in the plot must keep clear of, and where it may go.
+struct PlotSpace {
+  Box frame;                   // the plot's axes
+  std::vector<Box> taken;      // points and names already placed
+  std::vector<Segment> roofs;  // the roofs' lines
+
+  bool Free(const Box& box) const {
+    if (box.left < frame.left || box.right > frame.right || box.top < frame.top || box.bottom > frame.bottom) {
+      return false;
+    }
+    for (const Box& t : taken) {
+      if (Overlap(box, t)) return false;
+    }
+    for (const Segment& s : roofs) {
+      if (Crosses(s, box)) return false;
+    }
+    return true;
+  }
+
+  // The first free place for a width x height name beside `anchor` (a point, or a T's points):
+  // below, above, right, left of it, each centred on it and then flush with either of its ends,
+  // first touching it and then one and two text lines further off. None when all are taken;
+  // each point's tooltip still names its T.
+  std::optional<Box> PlaceBeside(const Box& anchor, double width, double height) const {
+    const double middleX = (anchor.left + anchor.right) / 2, middleY = (anchor.top + anchor.bottom) / 2;
+    for (double gap : {kClearance + 1, kClearance + 1 + height, kClearance + 1 + 2 * height}) {
+      const double belowTop = anchor.bottom + gap, aboveTop = anchor.top - gap - height;
+      const double rightLeft = anchor.right + gap, leftLeft = anchor.left - gap - width;
+      const double acrossLefts[] = {middleX - width / 2, anchor.left, anchor.right - width};
+      const double downTops[] = {middleY - height / 2, anchor.top, anchor.bottom - height};
+      std::vector<Box> tries;
+      for (double top : {belowTop, aboveTop}) {
+        for (double left : acrossLefts) tries.push_back({left, top, left + width, top + height});
+      }
+      for (double left : {rightLeft, leftLeft}) {
+        for (double top : downTops) tries.push_back({left, top, left + width, top + height});
+      }
+      for (const Box& box : tries) {
+        if (Free(box)) return box;
+      }
+    }
+    return std::nullopt;
+  }
+};
+
 std::string Svg(const Machine& m, const std::vector<Row>& rows, const BenchOptions& o) {
-  constexpr double W = 960, plotLeft = 80, plotRight = 700, plotTop = 50, plotBottom = 470;
+  constexpr double W = kFigureWidth, margin = 20, plotLeft = 64, plotRight = W - 30, plotHeight = 400;
+  constexpr double legendGap = 18, legendRowHeight = 20;
+  std::vector<const Row*> bars;
+  for (const Row& r : rows) {
+    if (r.T == rows.back().T) bars.push_back(&r);
+  }
+  const std::vector<std::pair<std::string, std::string>> colours = {
+      {"matmul qkv", "#1f77b4"}, {"matmul wo", "#ff7f0e"}, {"matmul gate/up", "#2ca02c"},
+      {"matmul down", "#d62728"}, {"fused_block", "#9467bd"}};
+  const char* const roofColours[] = {"#333", "#999"};
+
+  // The legend, in rows that wrap at the figure's width: the kernels' colours, what filled and
+  // ring mean, and the two roofs with their peaks and bandwidths (the roofs' own names, which
+  // the lines leave no room for in the plot).
+  std::string legend;
+  double legendX = margin, legendY = 66;
+  auto legendItem = [&](double width) {
+    if (legendX > margin && legendX + width > W - margin / 2) {
+      legendX = margin;
+      legendY += legendRowHeight;
+    }
+    const double x = legendX;
+    legendX += width + legendGap;
+    return x;
+  };
+  for (const auto& [name, c] : colours) {
+    const double x = legendItem(14 + TextWidth(name, kFontSize));
+    legend += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"/><text x=\"{:.1f}\" y=\"{:.1f}\">{}"
+                          "</text>\n",
+                          x + 5, legendY - 4, c, x + 14, legendY, name);
+  }
+  const std::string threadsNote = "filled: 1 thread; ring: 2";
+  legend += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", legendItem(TextWidth(threadsNote, kFontSize)),
+                        legendY, threadsNote);
+  for (int t = 0; t < 2; ++t) {
+    const std::string roof = fmt::format("{} thread{}: {:.0f} GFLOP/s, {:.1f} GB/s", t + 1, t == 0 ? "" : "s",
+                                         m.peak[t], m.bandwidth[t]);
+    const double x = legendItem(30 + TextWidth(roof, kFontSize));
+    legend += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
+                          "stroke-width=\"2\"/><text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
+                          x, legendY - 4, x + 24, legendY - 4, roofColours[t], x + 30, legendY, roof);
+  }
+
+  const double plotTop = legendY + 20, plotBottom = plotTop + plotHeight;
   const double xMin = std::log10(0.1), xMax = std::log10(1000.0);
   const double yMin = std::log10(0.1), yMax = std::log10(std::max(m.peak[1], m.peak[0]) * 2);
   auto X = [&](double intensity) { return plotLeft + (std::log10(intensity) - xMin) / (xMax - xMin) * (plotRight - plotLeft); };
   auto Y = [&](double gflops) {
     return plotBottom - (std::log10(std::max(gflops, 0.1)) - yMin) / (yMax - yMin) * (plotBottom - plotTop);
   };
-  std::vector<const Row*> bars;
-  for (const Row& r : rows) {
-    if (r.T == rows.back().T) bars.push_back(&r);
-  }
   const double barsTop = plotBottom + 80, barHeight = 18;
   const double H = barsTop + 40 + bars.size() * (barHeight + 6) + 40;
   std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
-      W, H, W, H);
-  svg += fmt::format("<text x=\"{}\" y=\"24\" font-size=\"15\">Stage 3 roofline: {} (f32 FMA peak {:.0f} / {:.0f} "
-                     "GFLOP/s, read {:.1f} / {:.1f} GB/s, 1 / 2 threads)</text>\n",
-                     plotLeft, o.source, m.peak[0], m.peak[1], m.bandwidth[0], m.bandwidth[1]);
-  // Axes and grid.
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" viewBox=\"0 0 {:.0f} {:.0f}\" "
+      "font-family=\"sans-serif\" font-size=\"{}\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+      W, H, kFontSize);
+  svg += fmt::format("<text x=\"{}\" y=\"24\" font-size=\"15\">Stage 3 roofline: {}</text>\n<text x=\"{}\" y=\"44\">"
+                     "f32 FMA peak {:.0f} / {:.0f} GFLOP/s, read {:.1f} / {:.1f} GB/s, 1 / 2 threads</text>\n",
+                     margin, o.source, margin, m.peak[0], m.peak[1], m.bandwidth[0], m.bandwidth[1]);
+  svg += legend;
+  // Axes and grid; the x axis's numbers low enough to clear the y axis's 0.1 at the corner.
   for (double decade = -1; decade <= 3; ++decade) {
     const double x = X(std::pow(10.0, decade));
-    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
-                       "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4:g}</text>\n",
-                       x, plotTop, plotBottom, plotBottom + 16, std::pow(10.0, decade));
+    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>"
+                       "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4:g}</text>\n",
+                       x, plotTop, plotBottom, plotBottom + 20, std::pow(10.0, decade));
   }
   for (double decade = -1; decade <= std::ceil(yMax); ++decade) {
     const double y = Y(std::pow(10.0, decade));
@@ -362,63 +495,118 @@ std::string Svg(const Machine& m, const std::vector<Row>& rows, const BenchOptio
                        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:g}</text>\n",
                        y, plotLeft, plotRight, plotLeft - 6, y + 4, std::pow(10.0, decade));
   }
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">arithmetic intensity (FLOP per byte moved, at "
-                     "least)</text>\n<text x=\"20\" y=\"{}\" transform=\"rotate(-90 20 {})\" text-anchor=\"middle\">"
-                     "GFLOP/s</text>\n",
-                     (plotLeft + plotRight) / 2, plotBottom + 36, (plotTop + plotBottom) / 2, (plotTop + plotBottom) / 2);
+  svg += fmt::format("<text x=\"{0}\" y=\"{1:.1f}\" text-anchor=\"middle\">arithmetic intensity (FLOP per byte moved, "
+                     "at least)</text>\n<text x=\"18\" y=\"{2:.1f}\" transform=\"rotate(-90 18 {2:.1f})\" "
+                     "text-anchor=\"middle\">GFLOP/s</text>\n",
+                     (plotLeft + plotRight) / 2, plotBottom + 40, (plotTop + plotBottom) / 2);
   // The roofs: min(peak, intensity x bandwidth), for 1 and 2 threads.
+  PlotSpace space{{plotLeft, plotTop, plotRight, plotBottom}, {}, {}};
   for (int t = 0; t < 2; ++t) {
     const double ridge = m.peak[t] / m.bandwidth[t];
     const double start = 0.1;
+    const Segment slope{X(start), Y(start * m.bandwidth[t]), X(ridge), Y(m.peak[t])};
+    const Segment flat{X(ridge), Y(m.peak[t]), X(1000.0), Y(m.peak[t])};
     svg += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{:.1f},{:.1f} {:.1f},{:.1f} "
                        "{:.1f},{:.1f}\"/>\n",
-                       t == 0 ? "#333" : "#999", X(start), Y(start * m.bandwidth[t]), X(ridge), Y(m.peak[t]), X(1000.0),
-                       Y(m.peak[t]));
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{} thread{}: {:.0f} GFLOP/s, {:.1f} GB/s</text>\n",
-                       X(ridge) + 8, Y(m.peak[t]) - 6, t == 0 ? "#333" : "#999", t + 1, t == 0 ? "" : "s", m.peak[t],
-                       m.bandwidth[t]);
+                       roofColours[t], slope.x1, slope.y1, slope.x2, slope.y2, flat.x2, flat.y2);
+    space.roofs.push_back(slope);
+    space.roofs.push_back(flat);
   }
   // The points: colour by kernel, filled on one thread, hollow on two.
-  const std::vector<std::pair<std::string, std::string>> colours = {
-      {"matmul qkv", "#1f77b4"}, {"matmul wo", "#ff7f0e"}, {"matmul gate/up", "#2ca02c"},
-      {"matmul down", "#d62728"}, {"fused_block", "#9467bd"}};
+  constexpr double radius = 5, reach = radius + 1;  // a point's circle, with half its stroke
+  auto pointBox = [&](const Row& r) {
+    const double x = X(r.flops / r.bytes), y = Y(r.Gflops());
+    return Box{x - reach, y - reach, x + reach, y + reach};
+  };
   for (const Row& r : rows) {
     std::string colour = "#000";
     for (const auto& [name, c] : colours) {
       if (name == r.kernel) colour = c;
     }
-    svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\" stroke=\"{}\" stroke-width=\"2\">"
+    svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\" stroke=\"{}\" stroke-width=\"2\">"
                        "<title>{} T={} threads {}: {:.1f} GFLOP/s</title></circle>\n",
-                       X(r.flops / r.bytes), Y(r.Gflops()), r.threads == 1 ? colour : "none", colour, r.kernel, r.T,
-                       r.threads, r.Gflops());
-    if (r.threads == 1) {
-      svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" fill=\"{}\">T={}</text>\n",
-                         X(r.flops / r.bytes) + 7, Y(r.Gflops()) + 12, colour, r.T);
+                       X(r.flops / r.bytes), Y(r.Gflops()), radius, r.threads == 1 ? colour : "none", colour, r.kernel,
+                       r.T, r.threads, r.Gflops());
+    space.taken.push_back(pointBox(r));
+  }
+  // The T labels. A T's points share a column (a kernel's intensity depends on T only), so one
+  // name beside the column names them all. Columns that overlap are named together, "T=2, 3":
+  // a name of its own beside each would sit as near the other T's points. (Each kernel's
+  // larger T is the one further right, and each point's tooltip names its T.)
+  struct Column {
+    std::vector<int> tokens;
+    Box box;
+  };
+  auto joined = [](const Box& a, const Box& b) {
+    return Box{std::min(a.left, b.left), std::min(a.top, b.top), std::max(a.right, b.right),
+               std::max(a.bottom, b.bottom)};
+  };
+  std::vector<Column> columns;
+  for (const Row& r : rows) {
+    auto column = std::find_if(columns.begin(), columns.end(), [&](const Column& c) { return c.tokens[0] == r.T; });
+    if (column == columns.end()) {
+      columns.push_back({{r.T}, pointBox(r)});
+    } else {
+      column->box = joined(column->box, pointBox(r));
     }
   }
-  double legendY = plotTop + 10;
-  for (const auto& [name, c] : colours) {
-    svg += fmt::format("<circle cx=\"{}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"/><text x=\"{}\" y=\"{:.1f}\">{}</text>\n",
-                       plotRight + 30, legendY, c, plotRight + 42, legendY + 4, name);
-    legendY += 20;
+  for (bool merged = true; merged;) {
+    merged = false;
+    for (size_t i = 0; i < columns.size() && !merged; ++i) {
+      for (size_t j = i + 1; j < columns.size() && !merged; ++j) {
+        if (!Overlap(columns[i].box, columns[j].box)) continue;
+        columns[i].box = joined(columns[i].box, columns[j].box);
+        columns[i].tokens.insert(columns[i].tokens.end(), columns[j].tokens.begin(), columns[j].tokens.end());
+        columns.erase(columns.begin() + static_cast<std::ptrdiff_t>(j));
+        merged = true;
+      }
+    }
   }
-  svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\">filled: 1 thread; ring: 2</text>\n", plotRight + 24, legendY + 4);
+  for (Column& column : columns) {
+    std::sort(column.tokens.begin(), column.tokens.end());
+    std::string text = "T=";
+    for (size_t i = 0; i < column.tokens.size(); ++i) text += fmt::format("{}{}", i == 0 ? "" : ", ", column.tokens[i]);
+    const std::optional<Box> box = space.PlaceBeside(column.box, TextWidth(text, kFontSize), kFontSize);
+    if (!box) continue;
+    space.taken.push_back(*box);
+    // The baseline sits a fifth of the font size above the box's bottom: room for descenders.
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#333\">{}</text>\n", box->left,
+                       box->bottom - kFontSize / 5, text);
+  }
   // The bars: x OpenBLAS at the largest T.
-  double most = 1.5;
-  for (const Row* r : bars) most = std::max(most, r->openBlasSeconds / r->student.median * 1.1);
-  const double barLeft = 240, barRight = W - 60;
-  auto B = [&](double ratio) { return barLeft + ratio / most * (barRight - barLeft); };
+  const double barLeft = 210, barRight = W - 30, barGap = 6;
+  std::vector<double> ratios, labelWidths;
+  for (const Row* r : bars) {
+    ratios.push_back(r->openBlasSeconds / r->student.median);
+    labelWidths.push_back(TextWidth(fmt::format("{:.2f}x", ratios.back()), kFontSize));
+  }
+  const BarLabels labels = LayOutBarLabels(ratios, labelWidths, 1.0, 1.5, barRight - barLeft, barGap);
+  auto B = [&](double ratio) { return barLeft + ratio / labels.range * (barRight - barLeft); };
   svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"15\">T = {}: OpenBLAS's time over yours (above 1: yours is "
                      "faster)</text>\n",
-                     plotLeft, barsTop, bars.empty() ? 0 : bars.front()->T);
+                     margin, barsTop, bars.empty() ? 0 : bars.front()->T);
   double y = barsTop + 20;
-  for (const Row* r : bars) {
-    const double ratio = r->openBlasSeconds / r->student.median;
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const Row* r = bars[i];
+    const double ratio = ratios[i];
+    const std::string fill = ratio >= 1 ? "#2ca02c" : "#d62728";
+    std::string value;
+    switch (labels.places[i]) {
+      case BarLabelPlace::kAfterBar:
+        value = fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{:.2f}x</text>", B(ratio) + barGap, y + 13, ratio);
+        break;
+      case BarLabelPlace::kInsideBar:
+        value = fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"{}\">{:.2f}x</text>",
+                            B(ratio) - barGap, y + 13, TextColourOn(fill), ratio);
+        break;
+      case BarLabelPlace::kAfterReference:
+        value = fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{:.2f}x</text>", B(1.0) + barGap, y + 13, ratio);
+        break;
+    }
     svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}, {} thread{}</text>"
-                       "<rect x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"/>"
-                       "<text x=\"{:.1f}\" y=\"{:.1f}\">{:.2f}x</text>\n",
+                       "<rect x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"/>{}\n",
                        barLeft - 8, y + 13, r->kernel, r->threads, r->threads == 1 ? "" : "s", barLeft, y,
-                       B(ratio) - barLeft, barHeight, ratio >= 1 ? "#2ca02c" : "#d62728", B(ratio) + 6, y + 13, ratio);
+                       B(ratio) - barLeft, barHeight, fill, value);
     y += barHeight + 6;
   }
   svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\" "
