@@ -87,29 +87,22 @@ def main():
         else:
             print("ok: the solutions' own kernels pass every case under --kernels mine")
 
-        tree = tree_of_solutions("q4_0-slip")
-        plant(tree, Q4_0_SLIP)
-        code, failing = check(workbook, tree)
-        headline = failing.get("llama-gguf-q4_0", "")
-        if code != 1 or set(failing) != {"llama-gguf-q4_0"}:
-            failures.append(f"a matmul_q off on Q4_0: exit {code}, failing {sorted(failing)}, "
-                            "not exactly llama-gguf-q4_0")
-        elif "your kernels are what is wrong" not in headline or "matmul_q" not in headline:
-            failures.append(f"a matmul_q off on Q4_0 is not blamed on the kernel by name: {headline!r}")
-        else:
-            print(f"ok: a matmul_q off on Q4_0 fails llama-gguf-q4_0 only: {headline}")
-
-        tree = tree_of_solutions("threaded-matmul-slip")
-        plant(tree, THREADED_MATMUL_SLIP)
-        code, failing = check(workbook, tree)
-        headline = failing.get("llama-gguf-f32-2threads", "")
-        if code != 1 or "llama-gguf-f32-2threads" not in failing:
-            failures.append(f"a matmul off on two threads: exit {code}, failing {sorted(failing)}, "
-                            "without llama-gguf-f32-2threads")
-        elif "your kernels are what is wrong" not in headline or "matmul and matmul_swiglu" not in headline:
-            failures.append(f"a matmul off on two threads is not blamed on the kernel by name: {headline!r}")
-        else:
-            print(f"ok: a matmul off on two threads fails llama-gguf-f32-2threads: {headline}")
+        # (tree name, slip, what it is, the case that must fail, whether only it, the kernel named)
+        for name, slip, what, case, only, kernel in (
+                ("q4_0-slip", Q4_0_SLIP, "a matmul_q off on Q4_0", "llama-gguf-q4_0", True, "matmul_q"),
+                ("threaded-matmul-slip", THREADED_MATMUL_SLIP, "a matmul off on two threads",
+                 "llama-gguf-f32-2threads", False, "matmul and matmul_swiglu")):
+            tree = tree_of_solutions(name)
+            plant(tree, slip)
+            code, failing = check(workbook, tree)
+            headline = failing.get(case, "")
+            if code != 1 or case not in failing or (only and set(failing) != {case}):
+                failures.append(f"{what}: exit {code}, failing {sorted(failing)}, "
+                                f"not {'exactly' if only else 'including'} {case}")
+            elif "your kernels are what is wrong" not in headline or kernel not in headline:
+                failures.append(f"{what} is not blamed on the kernel by name: {headline!r}")
+            else:
+                print(f"ok: {what} fails {case}{' only' if only else ''}: {headline}")
 
         tree = tree_of_solutions("decoder-slip")
         find, replace = planted_bug_slip(source, "rope-skipped")
