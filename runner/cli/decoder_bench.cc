@@ -4,7 +4,7 @@
 // Order, as every bench here (llm.c's dev/cuda): validate, then time. The decoder is checked
 // on stage 5's visible suite first (a wrong decoder's speed means nothing); then, on the
 // same machine in the same run:
-//   - the probe: the read bandwidth over a buffer twice the last-level cache, on 1 and 2
+//   - the probe: the read bandwidth over a buffer larger than the caches, on 1 and 2
 //     threads (stage 4's yardstick, runner/stages/bench_support.h);
 //   - each model (--model, or by default a TinyLlama-1.1B-shaped model with random weights in
 //     Q4_0 and Q8_0, written once into build/bench-models/ by make-tinyllama-gguf; F16 goes
@@ -68,6 +68,14 @@ Rates RatesOf(const json& values) {
 
 std::string RateText(const Rates& r) {
   return fmt::format("{:8.1f} ({:.1f}-{:.1f})", r.median, r.slowest, r.fastest);
+}
+
+std::string ModelNameInReport(const std::string& model, const std::string& given, const WorkbookPaths& paths) {
+  if (!given.empty()) return given;
+  std::error_code ec;
+  const fs::path inTree = fs::relative(model, paths.sourceRoot, ec);
+  if (ec || inTree.empty() || *inTree.begin() == "..") return model;
+  return inTree.string();
 }
 
 // The default models: TinyLlama-1.1B's shape, 22 layers, random weights, one file per type
@@ -181,7 +189,7 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
   if (!cache) return ReportError(cache.error());
   // The probe's buffer lives where the model's weights do: private anonymous memory with huge
   // pages asked for (the generate program reads the file into such memory, mapped_file.h).
-  const uint64_t wantedProbeBytes = 2 * cache->bytes;
+  const uint64_t wantedProbeBytes = MemoryPassBytes(*cache);
   uint64_t probeBytes = wantedProbeBytes;  // as the yardstick rounded it
   uint64_t probeHugeBytes = 0;             // of which on huge pages
   using ProbeRates = std::array<double, 2>;  // GB/s on 1 and 2 threads
@@ -208,6 +216,7 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
   json report = {{"stage", kDecoderStage},
                  {"decoder", program->decoderName},
                  {"source", validated->source},
+                 {"machine", MachineJson()},
                  {"last_level_cache", {{"bytes", cache->bytes}, {"source", cache->source}}},
                  {"probe",
                   {{"bytes", probeBytes},
@@ -217,7 +226,7 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
                  {"models", json::array()}};
   if (o.format != "json") {
     std::printf("\n%s\nprobe: read bandwidth %.1f GB/s on 1 thread, %.1f GB/s on 2 at the start, measured again "
-                "after each model (a %.0f MiB buffer, twice the last-level cache: %s;\n"
+                "after each model (a %.0f MiB buffer, at least twice the last-level cache: %s;\n"
                 "       in memory like the model's weights, %.0f MiB of it on huge pages)\n\n",
                 program->decoderName.c_str(), probeGbs[0], probeGbs[1], probeBytes / 1048576.0, cache->source.c_str(),
                 probeHugeBytes / 1048576.0);
@@ -246,6 +255,9 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
       return timed->exitStatus == 2 ? kExitBadInput : kExitFail;
     }
     json entry = timed->json;
+    // The model as the reader knows it: as given to --model, or the default model's path in the
+    // workbook's tree, so that a report shared or committed names no machine's folders.
+    entry["model"] = ModelNameInReport(model, o.model, paths);
     auto probeAfter = measureProbe();
     if (!probeAfter) return ReportError(probeAfter.error());
     const ProbeRates around = {(probeBefore[0] + (*probeAfter)[0]) / 2, (probeBefore[1] + (*probeAfter)[1]) / 2};

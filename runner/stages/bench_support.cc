@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
@@ -69,13 +70,58 @@ CacheSize SysfsLastLevelCache() {
 }  // namespace
 }  // namespace bench_support
 
+uint64_t MemoryPassBytes(const CacheSize& cache) {
+  return cache.setForTest ? 2 * cache.bytes : std::max(2 * cache.bytes, kLeastMemoryPassBytes);
+}
+
+nlohmann::json MachineJson() {
+  std::string cpu = "unknown";
+  std::vector<std::string> extensions;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  bool haveFlags = false;
+  while (std::getline(cpuinfo, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name" && cpu == "unknown") cpu = value;
+    if (key == "flags" && !haveFlags) {
+      haveFlags = true;
+      const std::string padded = " " + value + " ";
+      // The extensions the workbook's kernels are written for (stages 3 and 4's lessons).
+      for (const char* flag : {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni"}) {
+        if (padded.find(fmt::format(" {} ", flag)) != std::string::npos) extensions.emplace_back(flag);
+      }
+    }
+  }
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%MZ", &utc);
+#if defined(__clang__)
+  const std::string compiler = fmt::format("Clang {}.{}.{}", __clang_major__, __clang_minor__, __clang_patchlevel__);
+#elif defined(__GNUC__)
+  const std::string compiler = fmt::format("GCC {}.{}.{}", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__);
+#else
+  const std::string compiler = "unknown";
+#endif
+  return {{"cpu", cpu},
+          {"online_cpus", sysconf(_SC_NPROCESSORS_ONLN)},
+          {"extensions", extensions},
+          {"compiler", compiler},
+          {"utc", when}};
+}
+
 Expected<CacheSize> LastLevelCache() {
   using namespace bench_support;
   if (const char* forced = std::getenv(kCacheOverride); forced != nullptr && *forced != '\0') {
     char* end = nullptr;
     const unsigned long long bytes = std::strtoull(forced, &end, 10);
     if (*end != '\0' || bytes == 0) return BadUsage(fmt::format("{}: '{}' is not a byte count", kCacheOverride, forced));
-    return CacheSize{bytes, fmt::format("{} (set for a test)", kCacheOverride)};
+    return CacheSize{bytes, fmt::format("{} (set for a test)", kCacheOverride), true};
   }
   if (CacheSize sysfs = SysfsLastLevelCache(); sysfs.bytes > 0) return sysfs;
   if (const long level3 = sysconf(_SC_LEVEL3_CACHE_SIZE); level3 > 0) {

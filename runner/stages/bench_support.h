@@ -14,7 +14,10 @@
 // a byte count as "12.5 MiB". A bench's --plot: CheckPlotWritable() refuses a path it cannot
 // write before anything is measured (trying PATH.partial, then removing it), and WritePlot()
 // writes the file whole or not at all (PATH.partial, then a rename); both errors are
-// BadUsage, naming the option and the path.
+// BadUsage, naming the option and the path. MachineJson() describes where a bench ran, for its
+// --format json (so a table built from it can say machine and date): the CPU's model name and
+// which of the vector extensions the kernels care about it has (from /proc/cpuinfo), the online
+// CPUs, the compiler that built the bench, and the UTC date and time.
 //
 // A figure's text: TextWidth() estimates how wide a line of text is drawn, 0.6 em a character
 // (more than sans-serif fonts take on average, so a box built from it holds the text), and
@@ -41,10 +44,20 @@ namespace wb {
 
 struct CacheSize {
   uint64_t bytes = 0;
-  std::string source;  // where the size came from, in words
+  std::string source;     // where the size came from, in words
+  bool setForTest = false;  // from WB_BENCH_LLC_BYTES
 };
 
 Expected<CacheSize> LastLevelCache();
+
+// How much memory a pass must read to read memory rather than cache: twice the last-level
+// cache, and at least kLeastMemoryPassBytes, because a virtual machine may not show every
+// cache its CPUs use (two CPUs of one guest can sit on two core complexes, each with its own
+// L3, while sysfs lists one shared by both). A size set for a test is taken as it is.
+inline constexpr uint64_t kLeastMemoryPassBytes = uint64_t{512} << 20;
+uint64_t MemoryPassBytes(const CacheSize& cache);
+
+nlohmann::json MachineJson();
 
 std::string Mebibytes(uint64_t bytes);
 

@@ -79,3 +79,13 @@ TEST_CASE("text inside a bar is whichever of black and white contrasts more") {
   CHECK(std::string(wb::TextColourOn("#000000")) == "#fff");
   CHECK(std::string(wb::TextColourOn("not a colour")) == "#000");
 }
+
+// Not a figure, but what every bench's probe reads: more than the caches a virtual machine may
+// hide, unless a test set the cache's size.
+TEST_CASE("a memory pass is twice the last-level cache and at least 512 MiB, unless a test set the size") {
+  const uint64_t mib = uint64_t{1} << 20;
+  CHECK(wb::MemoryPassBytes({.bytes = 32 * mib, .source = "sysfs"}) == 512 * mib);
+  CHECK(wb::MemoryPassBytes({.bytes = 508 * mib, .source = "sysconf"}) == 1016 * mib);
+  CHECK(wb::MemoryPassBytes({.bytes = 1 * mib, .source = "WB_BENCH_LLC_BYTES", .setForTest = true}) == 2 * mib);
+}
+

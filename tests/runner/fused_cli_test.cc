@@ -46,6 +46,11 @@ TEST_CASE("bench 3 --solutions prints every figure, against OpenBLAS at its best
   const uint64_t cache = std::stoull(wbtest::Env("WB_BENCH_LLC_BYTES"));
   CHECK(report["cache"]["bytes"] == cache);
   CHECK(report["cache"]["source"].get<std::string>().find("WB_BENCH_LLC_BYTES") != std::string::npos);
+  // Where and when it ran, for a table's caption: the CPU, the compiler, a UTC minute.
+  CHECK(!report["machine"]["cpu"].get<std::string>().empty());
+  CHECK(report["machine"]["online_cpus"].get<int>() >= 1);
+  CHECK(report["machine"]["compiler"].get<std::string>().find(' ') != std::string::npos);
+  CHECK(report["machine"]["utc"].get<std::string>().size() == std::string("2026-12-06T03:12Z").size());
   CHECK(report["probe"]["read_bytes"] == 2 * cache);
   // The core type used is the fastest of those tried, and named as OpenBLAS names it.
   const auto& blas = report["openblas"];

@@ -78,6 +78,11 @@ TEST_CASE("bench 4 --solutions prints every figure from one run, and draws them"
   // The cache's size, and where it came from: here the test's override.
   CHECK(report["cache"]["bytes"].get<uint64_t>() == cache);
   CHECK(report["cache"]["source"].get<std::string>().find("WB_BENCH_LLC_BYTES") != std::string::npos);
+  // Where and when it ran, for a table's caption: the CPU, the compiler, a UTC minute.
+  CHECK(!report["machine"]["cpu"].get<std::string>().empty());
+  CHECK(report["machine"]["online_cpus"].get<int>() >= 1);
+  CHECK(report["machine"]["compiler"].get<std::string>().find(' ') != std::string::npos);
+  CHECK(report["machine"]["utc"].get<std::string>().size() == std::string("2026-12-06T03:12Z").size());
 
   // The probe, on 1 and 2 threads, over at least twice the cache.
   REQUIRE(report["probe"].size() == 2);

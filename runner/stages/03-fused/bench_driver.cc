@@ -216,7 +216,7 @@ struct Machine {
   std::array<double, 2> peak{};       // GFLOP/s, 1 and 2 threads
   std::array<double, 2> bandwidth{};  // GB/s
   uint64_t probeBytes = 0;            // the buffer the bandwidth was read over
-  CacheSize cache;                    // the last-level cache it is twice the size of
+  CacheSize cache;                    // the last-level cache, which sizes the probe (MemoryPassBytes)
   std::string coreType;               // the OPENBLAS_CORETYPE used ("" its own choice)
   std::string coreName;               // openblas_get_corename()
   std::string config;                 // openblas_get_config()
@@ -241,7 +241,7 @@ void PrintText(const Machine& m, const std::vector<Row>& rows, const std::vector
   std::printf("Stage 3 bench: %s on this machine\n", o.source.c_str());
   std::printf("  probe: f32 FMA peak %.1f GFLOP/s on 1 thread, %.1f on 2; read bandwidth %.1f GB/s on 1, %.1f on 2\n",
               m.peak[0], m.peak[1], m.bandwidth[0], m.bandwidth[1]);
-  std::printf("  (read over %s, twice the last-level cache: %s, from %s)\n", Mebibytes(m.probeBytes).c_str(),
+  std::printf("  (read over %s: at least twice the last-level cache, %s, from %s)\n", Mebibytes(m.probeBytes).c_str(),
               Mebibytes(m.cache.bytes).c_str(), m.cache.source.c_str());
   std::string tried;
   for (const auto& [type, gflops] : m.candidates) {
@@ -288,6 +288,7 @@ json ToJson(const Machine& m, const std::vector<Row>& rows, const std::vector<Ve
   json root;
   root["stage"] = 3;
   root["source"] = o.source;
+  root["machine"] = MachineJson();
   root["probe"] = {{"fma_peak_gflops", m.peak}, {"read_bandwidth_gbs", m.bandwidth}, {"threads", {1, 2}},
                    {"read_bytes", m.probeBytes}};
   root["cache"] = {{"bytes", m.cache.bytes}, {"source", m.cache.source}};
@@ -642,15 +643,15 @@ Expected<int> RunFusedBench(const PackedWeights& weights, const BenchOptions& o,
   };
 
   // The machine, then OpenBLAS at its best.
-  // The probe reads a buffer twice the last-level cache, so that it reads memory, not the
-  // cache (as stage 4's and stage 5's benches do).
+  // The probe reads a buffer larger than the caches (MemoryPassBytes), so that it reads memory,
+  // not cache (as stage 4's and stage 5's benches do).
   Machine machine;
   auto cache = LastLevelCache();
   if (!cache.ok()) return cache.error();
   machine.cache = *cache;
   note(fmt::format("bench: last-level cache {} ({}); probing this machine's FMA peak, and the read bandwidth over {} ...",
-                   Mebibytes(machine.cache.bytes), machine.cache.source, Mebibytes(2 * machine.cache.bytes)));
-  auto probe = RunYardstick({"probe", fmt::format("{}", std::max(0.2, budget)), std::to_string(2 * machine.cache.bytes)},
+                   Mebibytes(machine.cache.bytes), machine.cache.source, Mebibytes(MemoryPassBytes(machine.cache))));
+  auto probe = RunYardstick({"probe", fmt::format("{}", std::max(0.2, budget)), std::to_string(MemoryPassBytes(machine.cache))},
                             "", 300);
   if (!probe.ok()) return probe.error();
   if (!probe->ok || !probe->result["read_bytes"].is_number_unsigned()) {

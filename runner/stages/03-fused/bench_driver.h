@@ -2,9 +2,10 @@
 // they would otherwise use, every figure from one run.
 //
 // Contract: RunFusedBench measures, on the machine it runs on,
-//   the probe: the f32 FMA peak and the read bandwidth over a buffer twice the last-level
-//     cache (runner/stages/bench_support.h: sysfs, or WB_BENCH_LLC_BYTES in the workbook's own
-//     tests), on 1 and 2 threads (the yardstick);
+//   the probe: the f32 FMA peak and the read bandwidth over a buffer larger than the caches
+//     (MemoryPassBytes in runner/stages/bench_support.h: at least twice the last-level cache,
+//     which WB_BENCH_LLC_BYTES sets in the workbook's own tests), on 1 and 2 threads (the
+//     yardstick);
 //   OpenBLAS at its best: the yardstick is started once per OPENBLAS_CORETYPE this CPU can
 //     run, and the fastest core type (by a 512 x 768 x 512 sgemm) times every OpenBLAS figure;
 //   for each T and threads 1 and 2: the student's matmul at the block's four projection

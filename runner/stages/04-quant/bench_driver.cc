@@ -63,7 +63,7 @@ int CopiesFor(uint64_t atLeast, uint64_t matrixBytes) {
 }
 
 Plan MakePlan(const CacheSize& cache) {
-  Plan plan{.cache = cache, .probeBytes = 2 * cache.bytes};
+  Plan plan{.cache = cache, .probeBytes = MemoryPassBytes(cache)};
   plan.q8Copies = CopiesFor(plan.probeBytes, DecodeBytes(Weight::kQ8_0));
   plan.q4Copies = CopiesFor(plan.probeBytes, DecodeBytes(Weight::kQ4_0));
   plan.f32Copies = CopiesFor(plan.probeBytes, kDecodeFloatBytes);
@@ -399,6 +399,7 @@ json ToJson(const Figures& f, const BenchOptions& o) {
   json root;
   root["stage"] = 4;
   root["source"] = o.source;
+  root["machine"] = MachineJson();
   root["threads"] = kThreadCounts;
   root["cache"] = {{"bytes", f.plan.cache.bytes}, {"source", f.plan.cache.source}};
   root["probe"] = json::array();

@@ -2,10 +2,10 @@
 // against the float kernel they replace, every figure from one run.
 //
 // Contract: RunQuantBench measures, on the machine it runs on, on 1 and 2 threads:
-//   the probe: the read bandwidth over a buffer twice the last-level cache (the yardstick,
+//   the probe: the read bandwidth over a buffer larger than the caches (the yardstick,
 //     stage04-yardstick, compiled with the stage's flags);
 //   decode (T = 1): matmul_q on Llama-3-8B's FFN shape, 14336 x 4096, in Q8_0 and in Q4_0,
-//     each run on the next of as many copies as make at least twice the last-level cache: its
+//     each run on the next of as many copies as make that buffer's size (MemoryPassBytes): its
 //     GB/s of weight bytes, that as a share of the probe's bandwidth at the same thread count,
 //     and the ratio to stage 3's solution `matmul` on the same matrix in f32 (the yardstick,
 //     cycled the same way): the tokens/s of a quantized model over a float one's; and the

@@ -3,7 +3,7 @@
 //
 //   stage04-yardstick probe BYTES BUDGET [MEMORY]
 //                                                the read bandwidth over a buffer of BYTES
-//                                                (twice the last-level cache), on 1 and 2
+//                                                (larger than the caches), on 1 and 2
 //                                                threads; MEMORY is where the buffer lives,
 //                                                as the weights it is held against do:
 //                                                "shared" (a memfd mapped shared, as stage 4's
@@ -218,7 +218,7 @@ int main(int argc, char** argv) {
     std::vector<float> x(kDecodeCols), y(kDecodeRows);
     Fill(x.data(), x.size(), 99);
     for (int threads : {1, 2}) {
-      // Each run reads the next copy: together they are at least twice the last-level cache,
+      // Each run reads the next copy: together they are larger than the caches (MemoryPassBytes),
       // so a run finds none of its matrix left in the cache by the one before (as a model's
       // layers, read one after another, would not).
       size_t next = 0;
