@@ -6,6 +6,8 @@
 #include "command.h"
 #include "runner/report/renderers.h"
 #include "runner/engine/check.h"
+#include "runner/engine/kernel_versions.h"
+#include "runner/stages/stage_table.h"
 #include "runner/isolation/sandbox.h"
 
 namespace wb::cli {
@@ -49,6 +51,9 @@ Command AddCheckCommand(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   c->add_flag("--leaderboard", o->check.leaderboard,
               "Also measure what the stage's Gradescope leaderboard ranks by (stage 3: fused_block GFLOP/s)");
+  c->add_option("--kernel-version", o->check.kernelVersion,
+                "Run the kernels' version for one instruction set (portable, avx2, avx512vnni): the child reads it "
+                "from WB_KERNEL_VERSION, as the solution of stage 4 does");
   c->add_flag("--require-sandbox", o->requireSandbox,
               "Refuse to grade unless every protection of the sandbox is in force on this machine");
   return {c, [o]() {
@@ -57,8 +62,32 @@ Command AddCheckCommand(CLI::App& app) {
                   "--require-sandbox: this machine lacks {} of the sandbox's protections, so nothing was graded: {}",
                   CurrentSandbox().missing.size(), fmt::join(CurrentSandbox().missing, "; "))));
             }
+            if (!o->check.kernelVersion.empty()) {
+              auto version = DescribeKernelVersion(o->check.kernelVersion);
+              if (!version.ok()) return ReportUsageError(version.error().message);
+              if (!version->runsHere) {
+                return ReportError(SystemError(fmt::format("--kernel-version {}: this CPU lacks {}, which it needs",
+                                                           o->check.kernelVersion, version->needs)));
+              }
+            }
             auto report = RunCheck(o->check, DefaultPaths());
             if (!report.ok()) return ReportError(report.error());
+            // The solution's kernels in each instruction-set version this CPU runs, on the visible
+            // suite (kernel_versions in data/stages.json; runner/engine/kernel_versions.h).
+            if (o->check.solutions && o->check.kernelVersion.empty() && o->check.casesPath.empty() &&
+                report->status != RunStatus::kCompileError) {
+              auto table = LoadStageTable(DefaultPaths().Source("data/stages.json"));
+              if (!table.ok()) return ReportError(table.error());
+              const StageInfo* stage = table->Find(o->check.stage);
+              if (stage != nullptr && !stage->kernelVersions.empty()) {
+                auto versions = RunKernelVersions(stage->kernelVersions, o->check, DefaultPaths());
+                if (!versions.ok()) return ReportError(versions.error());
+                report->kernelVersions = std::move(*versions);
+                for (const KernelVersionRun& v : report->kernelVersions) {
+                  if (v.ran && (v.passed != v.total || !v.note.empty())) report->status = RunStatus::kFail;
+                }
+              }
+            }
             RememberProgress(o->check, *report);
             TextStyle style = o->output.empty() ? DetectTextStyle() : TextStyle{};
             style.verbose = o->verbose;

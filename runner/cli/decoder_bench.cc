@@ -241,7 +241,7 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
     auto confined = RunConfinedProgram({program->path, "--model", readable.front(), "--bench", "--bench-threads",
                                         "1,2", "--bench-repeats", std::to_string(o.repeats), "--cache", "f16",
                                         "--decoder-name", program->decoderName},
-                                       {.wallSeconds = 3600, .memoryBytes = 0, .readablePaths = readable}, -1);
+                                       {.wallSeconds = 3600, .memoryBytes = 0, .readablePaths = readable, .kernelVersion = ""}, -1);
     if (!confined) return ReportError(confined.error());
     if (confined->timedOut) {
       return ReportError(SystemError(fmt::format("the decoder's bench on {} ran past 3600 s and was stopped", model)));

@@ -128,8 +128,8 @@ Command AddGenerateCommand(CLI::App& app) {
             if (!readable.empty()) settings->model = readable.front();
             std::vector<std::string> args = generate::ToArguments(*settings);
             args.insert(args.begin(), program->path);
-            auto ran = RunConfinedProgram(args, {.wallSeconds = 0, .memoryBytes = 0, .readablePaths = readable},
-                                          STDOUT_FILENO);
+            auto ran = RunConfinedProgram(
+                args, {.wallSeconds = 0, .memoryBytes = 0, .readablePaths = readable, .kernelVersion = ""}, STDOUT_FILENO);
             if (!ran.ok()) return ReportError(ran.error());
             return ran->interrupted && ran->exitStatus == 128 + SIGINT ? kExitFail : ran->exitStatus;
           }};

@@ -227,6 +227,7 @@ Expected<RunReport> RunCheck(const CheckOptions& o, const WorkbookPaths& paths) 
   context.paths = paths;
   context.weightsPath = o.weightsPath;
   context.limits.memoryBytes = o.memoryLimitMiB << 20;
+  context.limits.kernelVersion = o.kernelVersion;
   const std::unique_ptr<StageDriver> driver = build->makeDriver();
   if (auto prepared = driver->Prepare(context); !prepared.ok()) return prepared.error();
 

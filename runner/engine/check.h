@@ -46,6 +46,9 @@ struct CheckOptions {
   // from (stage 5: 3 and 4) instead of their solutions. Resolved by RunCheck into the files.
   std::string kernels = "solutions";
   std::vector<std::string> kernelFiles;
+  // The instruction-set version of the kernels to run (WB_KERNEL_VERSION); "": the code's own
+  // choice. `check N --solutions` sets it for each of the stage's kernel_versions in turn.
+  std::string kernelVersion;
 };
 
 Expected<RunReport> RunCheck(const CheckOptions& options, const WorkbookPaths& paths);

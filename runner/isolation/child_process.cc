@@ -77,8 +77,9 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
 // The environment the child sees: not the runner's (which may hold an instructor's tokens),
 // only what the harness and its libraries read. LeakSanitizer stops the world with ptrace,
 // which the seccomp filter refuses, so a sanitized harness runs without leak checks.
-std::vector<std::string> ChildEnvironment() {
+std::vector<std::string> ChildEnvironment(const std::string& kernelVersion) {
   std::vector<std::string> env = {"PATH=/usr/bin:/bin", "LC_ALL=C.UTF-8"};
+  if (!kernelVersion.empty()) env.push_back("WB_KERNEL_VERSION=" + kernelVersion);
   for (const char* name : {"OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "UBSAN_OPTIONS", "ASAN_OPTIONS"}) {
     const char* value = std::getenv(name);
     if (value == nullptr && std::string_view(name) != "ASAN_OPTIONS") continue;
@@ -354,7 +355,7 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
   setup.scratch = privateCopy->scratch();
   setup.readable = limits.readablePaths;
   setup.arguments = {std::to_string(kRegionFd)};
-  setup.environment = ChildEnvironment();
+  setup.environment = ChildEnvironment(limits.kernelVersion);
   setup.wallSeconds = limits.wallSeconds;
 #ifndef __SANITIZE_ADDRESS__
   // A sanitized runner runs sanitized harnesses, whose shadow memory no limit on the address
@@ -482,7 +483,7 @@ Expected<ProgramRun> RunConfinedProgram(const std::vector<std::string>& argv, co
   setup.scratch = privateCopy->scratch();
   setup.readable = limits.readablePaths;
   setup.arguments.assign(argv.begin() + 1, argv.end());
-  setup.environment = ChildEnvironment();
+  setup.environment = ChildEnvironment(limits.kernelVersion);
   setup.wallSeconds = limits.wallSeconds;
 #ifndef __SANITIZE_ADDRESS__
   setup.addressSpaceBytes = limits.memoryBytes;

@@ -29,6 +29,9 @@ struct ChildLimits {
   // Files and folders the child may read besides the system's (absolute paths; stage 5's
   // model), visible read-only at the same path in its view.
   std::vector<std::string> readablePaths;
+  // The version of the solution's kernels to run (WB_KERNEL_VERSION in the child's
+  // environment, runner/engine/kernel_versions.h); "": the code's own choice.
+  std::string kernelVersion;
 };
 
 // A stream the child wrote, trimmed to its head and tail.
@@ -74,6 +77,9 @@ struct ProgramLimits {
   double wallSeconds = 0;
   uint64_t memoryBytes = 0;
   std::vector<std::string> readablePaths;
+  // The version of the solution's kernels to run (WB_KERNEL_VERSION in the child's
+  // environment, runner/engine/kernel_versions.h); "": the code's own choice.
+  std::string kernelVersion;
 };
 
 struct ProgramRun {

@@ -69,6 +69,13 @@ std::string RenderJson(const RunReport& r) {
       root["leaderboard"].push_back({{"name", e.name}, {"value", e.value}, {"ascending", e.ascending}});
     }
   }
+  if (!r.kernelVersions.empty()) {
+    root["kernel_versions"] = json::array();
+    for (const KernelVersionRun& v : r.kernelVersions) {
+      root["kernel_versions"].push_back(
+          {{"name", v.name}, {"ran", v.ran}, {"passed", v.passed}, {"cases", v.total}, {"note", v.note}});
+    }
+  }
   // What protected the runner from the code it ran (runner/isolation/sandbox.h).
   const SandboxPlan& sandbox = CurrentSandbox();
   root["sandbox"] = {{"in_force", sandbox.inForce}, {"missing", sandbox.missing}};

@@ -88,6 +88,16 @@ struct LeaderboardEntry {
   bool ascending = false;  // true when smaller is better
 };
 
+// `check N --solutions` on a stage whose kernels come in instruction-set versions: the visible
+// suite once more through each (runner/engine/kernel_versions.h).
+struct KernelVersionRun {
+  std::string name;    // "avx512vnni"
+  bool ran = false;    // false: this CPU lacks its instructions (note says which)
+  int passed = 0;
+  int total = 0;
+  std::string note;
+};
+
 struct RunReport {
   int stage = 0;
   std::string stageTitle;
@@ -109,6 +119,7 @@ struct RunReport {
   // Asked for with --leaderboard: what the stage ranks submissions by; a submission that
   // fails any case ranks with 0.
   std::vector<LeaderboardEntry> leaderboard;
+  std::vector<KernelVersionRun> kernelVersions;
 };
 
 // Strips from a hidden case everything but names, pass/fail and error magnitudes, and

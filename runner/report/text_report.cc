@@ -434,6 +434,21 @@ std::string FailureWords(const CaseReport& c) {
   return fmt::format("{} wrong", *c.firstFailure);
 }
 
+// The solution's kernel versions, each through the visible suite once more: one line each.
+static std::string KernelVersionLines(const RunReport& r, const Painter& p) {
+  if (r.kernelVersions.empty()) return "";
+  std::string out = "The solution's kernel versions, each through the suite (WB_KERNEL_VERSION):\n";
+  for (const KernelVersionRun& v : r.kernelVersions) {
+    if (!v.ran) {
+      out += fmt::format("  {:<12} {}\n", v.name, p.Dim(v.note));
+      continue;
+    }
+    const std::string counts = fmt::format("{} of {} cases pass{}", v.passed, v.total, v.note.empty() ? "" : ", " + v.note);
+    out += fmt::format("  {:<12} {}\n", v.name, v.passed == v.total && v.note.empty() ? p.Green(counts) : p.Red(counts));
+  }
+  return out;
+}
+
 std::string RenderText(const RunReport& r, const TextStyle& style) {
   const Painter p{style.color};
   std::string out;
@@ -512,6 +527,7 @@ std::string RenderText(const RunReport& r, const TextStyle& style) {
     out += p.Green(fmt::format("Every checkpoint passes: {} in {} case{}.", checkpoints, r.cases.size(),
                                r.cases.size() == 1 ? "" : "s"));
     out += fmt::format(" Stage {} is done.\n", r.stage);
+    out += KernelVersionLines(r, p);
     if (!r.nextStage.empty()) out += fmt::format("Next: {}\n", r.nextStage);
     return out;
   }
@@ -527,6 +543,7 @@ std::string RenderText(const RunReport& r, const TextStyle& style) {
     out += fmt::format("Not run yet: {} ({}), the full pass, runs once every case above passes.\n",
                        Plural(r.casesNotRun.size(), "slow case"), names);
   }
+  out += KernelVersionLines(r, p);
   if (!style.verbose) out += p.Dim(fmt::format("./workbook check {} --verbose shows every buffer in full.", r.stage)) + "\n";
   return out;
 }

@@ -145,7 +145,7 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
         "number", "dir", "file", "files", "function", "title", "lesson", "visible", "hidden_example", "case_length",
         "kernels", "checkpoints", "case_checkpoints", "reported_as", "compile_flags", "bench", "planted",
         "planted_timeout", "hints", "guards", "available", "weight_sets", "models", "cache_types",
-        "layer_checkpoints"};
+        "layer_checkpoints", "kernel_versions"};
     for (const auto& [key, value] : s.items()) {
       if (!kKnown.count(key)) return fail(fmt::format("{}: unknown field '{}'", at, key));
     }
@@ -181,7 +181,7 @@ Expected<StageTable> ParseStageTable(const std::string& text, const std::string&
              {"files", &info.files}, {"checkpoints", &info.checkpoints}, {"case_checkpoints", &info.caseCheckpoints},
              {"compile_flags", &info.compileFlags}, {"weight_sets", &info.weightSets},
              {"models", &info.models}, {"cache_types", &info.cacheTypes},
-             {"layer_checkpoints", &info.layerCheckpoints}}) {
+             {"layer_checkpoints", &info.layerCheckpoints}, {"kernel_versions", &info.kernelVersions}}) {
       if (auto read = names_of(key, *into); !read.ok()) return read.error();
     }
     if (s.contains("kernels")) {

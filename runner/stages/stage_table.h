@@ -20,7 +20,10 @@
 //   what the code must leave alone, each mapped to the per-call checkpoints whose writes it
 //   guards, {"cacheOtherRows": ["kCache", "vCache"]}; such a checkpoint passes before any code
 //   is written, so `list` counts it in a call only when that call wrote at least one element
-//   of a checkpoint it guards).
+//   of a checkpoint it guards), kernel_versions (optional: the instruction-set versions the
+//   solution's kernels come in, by name, "portable" first: `check N --solutions` runs the
+//   visible suite once more through each this CPU runs, asking for it by WB_KERNEL_VERSION;
+//   runner/engine/kernel_versions.h knows the names).
 //
 // Beside the rows, the table has misconception_hints: for each misconception id of the
 // runner's catalogues (runner/diagnose/misconceptions.cc and each stage's own beside its
@@ -84,6 +87,7 @@ struct StageInfo {
   std::vector<std::string> models;
   std::vector<std::string> cacheTypes;
   std::vector<std::string> layerCheckpoints;
+  std::vector<std::string> kernelVersions;  // "portable", "avx2", "avx512vnni" (see above)
   std::string bench;     // what the benchmark measures; "" when there is none
   std::string planted;   // folder of .bug files, relative to the workbook root
   int plantedTimeout = 120;

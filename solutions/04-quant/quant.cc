@@ -1,9 +1,13 @@
 // Stage 4, solved: the decoder block on llama.cpp's Q8_0 and Q4_0 weights.
 //
 // The contract (the two block layouts, QuantMatrix, the three signatures) is
-// contracts/stage04_quant.h; sizes are stage 1's, qkv and hidden stage 3's. Portable C++: GCC
-// vector extensions and OpenMP, no intrinsics, compiled as student code is (-O3 -march=native
-// -ffp-contract=fast -fschedule-insns -fsched-pressure -fopenmp).
+// contracts/stage04_quant.h; sizes are stage 1's, qkv and hidden stage 3's. Compiled as student
+// code is (-O3 -march=native -ffp-contract=fast -fschedule-insns -fsched-pressure -fopenmp).
+// Portable C++ (GCC vector extensions and OpenMP), with one exception: the integer products
+// of the vectorised kernel also come in an AVX2 and an AVX-512 VNNI version written with
+// intrinsics, each compiled for its instruction set and chosen at run time, which give the
+// portable version's results bit for bit ("the code products, one version per instruction
+// set", below).
 //
 // A Q8_0 weight is 34 bytes per 32 values (1.0625 bytes a value), a Q4_0 weight 18 (0.5625):
 // a quarter and an eighth of a float's 4 bytes. At T = 1 a matmul reads each weight once and
@@ -26,7 +30,8 @@
 //                        AVX2 dot products scale partial sums the same way), summed across
 //                        lanes once a row; four weight rows per pass share each activation
 //                        load, while later rows' bytes are requested from memory;
-//   3 MatmulQThreaded    version 2 on each thread's own contiguous band of weight rows.
+//   3 MatmulQThreaded    version 2 on each thread's own contiguous band of weight rows, with
+//                        the code products of the fastest instruction set this CPU has.
 // matmul_q is version MATMULQ_VERSION (default 3).
 //
 // Every output element is one accumulator's sum over its row's blocks in order, reduced in
@@ -36,11 +41,16 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 #include <vector>
 
 #include <omp.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>  // the AVX2 and AVX-512 VNNI versions' intrinsics (below)
+#endif
 
 #include "stage04_quant.h"
 
@@ -432,6 +442,215 @@ constexpr size_t BlockBytes() {
   return kType == WeightType::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
 }
 
+// --- the code products, one version per instruction set ----------------------------------------
+// What the vectorised kernel needs from the integer dot products, as a policy (a struct of
+// static functions) that the kernel is written against once:
+//   ArrangeQ8 / ArrangeQ4  put activation block b's codes where the products want them, in its
+//                          pair's two (Q8_0) or its quad's four (Q4_0) vectors of Activations;
+//   Q8Pair                 two Q8_0 blocks' exact int32 partial sums: lane i holds products
+//                          4i .. 4i + 3, lanes 0 .. 7 the first block's, 8 .. 15 the second's;
+//   Q4Quad, Q4PartialQuad  one quad of Q4_0 blocks in a group's four rows: lane 4r + k is row
+//                          r's block k, its whole sum of code products (codes 0 .. 15).
+// Every version returns the same integers in the same lanes, and everything after them is the
+// same code: so the versions agree bit for bit, and the portable one is the oracle the others
+// are tested against (tests/stages/matmul_q_versions_test.cc).
+//
+// PortableCodes is GCC vector extensions only (PartialSumsQ8Pair, QuadSumsAt and
+// BlockSumsOfRows above). x86 has instructions that multiply bytes and add neighbouring
+// products in one step, which GCC 12 does not produce from portable code: AVX2's vpmaddubsw
+// (unsigned bytes times signed bytes, pairs added into int16) with vpmaddwd (int16 pairs into
+// int32), and AVX-512 VNNI's vpdpbusd, which does both and adds into an int32 accumulator.
+// Avx2Codes and Avx512VnniCodes use them through intrinsics, in functions compiled for those
+// instruction sets (target attributes), so the file still builds and runs on any x86-64; which
+// version runs is chosen once, from the CPU's features (ChooseBandKernel, below).
+struct PortableCodes {
+  // Q8_0: block b is lanes 0 .. 15 (b even) or 16 .. 31 (b odd) of its pair's xEven, xOdd.
+  static void ArrangeQ8(const BlockQ8_0& block, int half, Words* pair) {
+    for (int i = 0; i < 16; ++i) {
+      pair[0][16 * half + i] = block.qs[2 * i];
+      pair[1][16 * half + i] = block.qs[2 * i + 1];
+    }
+  }
+  // Q4_0: block b is lanes 8k .. 8k + 7 (k = b % 4) of its quad's four vectors: values 2i,
+  // 2i + 16, 2i + 1, 2i + 17 (NibbleSums's nibble order).
+  static void ArrangeQ4(const BlockQ8_0& block, int k, Words* quad) {
+    for (int i = 0; i < 8; ++i) {
+      const int lane = 8 * k + i;
+      quad[0][lane] = block.qs[2 * i];
+      quad[1][lane] = block.qs[2 * i + 16];
+      quad[2][lane] = block.qs[2 * i + 1];
+      quad[3][lane] = block.qs[2 * i + 17];
+    }
+  }
+  static Ints Q8Pair(const unsigned char* a, const unsigned char* b, const Words* pair) {
+    return PartialSumsQ8Pair(a, b, pair[0], pair[1]);
+  }
+  static Ints Q4Quad(const unsigned char* const* row, size_t at, const Words* quad) {
+    Words rowSums[kGroupRows];
+    for (int r = 0; r < kGroupRows; ++r) rowSums[r] = QuadSumsAt(row[r] + at, quad);
+    return BlockSumsOfRows(rowSums);
+  }
+  static Ints Q4PartialQuad(const unsigned char* const (&blocks)[kGroupRows][4], const Words* quad) {
+    Words rowSums[kGroupRows];
+    for (int r = 0; r < kGroupRows; ++r) rowSums[r] = QuadSums(blocks[r][0], blocks[r][1], blocks[r][2], blocks[r][3], quad);
+    return BlockSumsOfRows(rowSums);
+  }
+};
+
+#if defined(__x86_64__)
+typedef int8_t SBytes __attribute__((vector_size(64)));  // 64 signed bytes
+
+// The byte layout both x86 versions multiply, the activation's codes as they are stored.
+// Q8_0: a pair's first vector holds its two blocks' 64 codes (block b at bytes 32 (b % 2) ..);
+// its second, one int32 per lane, -128 times the sum of the four codes of that lane, which
+// the products of weight codes offset by +128 need taken off (VNNI, below; AVX2 ignores it).
+// Q4_0: a quad's first vector holds its four blocks' values 0 .. 15 (block k at bytes 16k ..),
+// its second their values 16 .. 31: the order of a Q4_0 block's low and high nibbles.
+struct ByteCodes {
+  static void ArrangeQ8(const BlockQ8_0& block, int half, Words* pair) {
+    SBytes codes;
+    Ints correction;
+    std::memcpy(&codes, &pair[0], sizeof codes);
+    std::memcpy(&correction, &pair[1], sizeof correction);
+    for (int j = 0; j < QK; ++j) codes[32 * half + j] = block.qs[j];
+    for (int i = 0; i < 8; ++i) {
+      correction[8 * half + i] =
+          -128 * (block.qs[4 * i] + block.qs[4 * i + 1] + block.qs[4 * i + 2] + block.qs[4 * i + 3]);
+    }
+    std::memcpy(&pair[0], &codes, sizeof codes);
+    std::memcpy(&pair[1], &correction, sizeof correction);
+  }
+  static void ArrangeQ4(const BlockQ8_0& block, int k, Words* quad) {
+    SBytes low, high;
+    std::memcpy(&low, &quad[0], sizeof low);
+    std::memcpy(&high, &quad[1], sizeof high);
+    for (int j = 0; j < QK / 2; ++j) {
+      low[16 * k + j] = block.qs[j];
+      high[16 * k + j] = block.qs[j + QK / 2];
+    }
+    std::memcpy(&quad[0], &low, sizeof low);
+    std::memcpy(&quad[1], &high, sizeof high);
+  }
+};
+
+// Four rows' int32 vectors whose lanes 4k .. 4k + 3 are block k's partial sums, as one vector
+// whose lane 4r + k is row r's block k: neighbouring lanes added twice, across rows (as
+// BlockSumsOfRows does with int16 lanes).
+const Ints kEvenInts = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+const Ints kOddInts = kEvenInts + 1;
+inline Ints PairUpInts(Ints a, Ints b) {
+  return __builtin_shuffle(a, b, kEvenInts) + __builtin_shuffle(a, b, kOddInts);
+}
+inline Ints BlockTotalsOfRows(const Ints* rows) {
+  return PairUpInts(PairUpInts(rows[0], rows[1]), PairUpInts(rows[2], rows[3]));
+}
+
+// The four blocks of a quad in one vector of packed nibbles, block k's 16 bytes at 16k: from
+// two loads and a byte permutation for a whole quad (as QuadSumsAt), from four for any four.
+inline UBytes QuadCodes(const unsigned char* quad) {
+  return __builtin_shuffle(Load<UBytes>(quad), Load<UBytes>(quad + 8), kQuadCodeBytes);
+}
+inline UBytes QuadCodes(const unsigned char* a, const unsigned char* b, const unsigned char* c,
+                        const unsigned char* d) {
+  return reinterpret_cast<UBytes>(Join(Join16(a, b), Join16(c, d)));
+}
+
+#define WB_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")))
+#define WB_TARGET_AVX2 __attribute__((target("avx2,fma")))
+
+// AVX-512 VNNI: vpdpbusd multiplies 64 unsigned bytes by 64 signed bytes and adds each four
+// neighbouring products into an int32 lane of the accumulator, exactly (no saturation). Its
+// first operand must be unsigned: a Q4_0 code is (0 .. 15); a Q8_0 weight code w is made so by
+// adding 128 (flipping its top bit), and sum((w + 128) x) - 128 sum(x) = sum(w x) exactly, the
+// second term prepared once per activation block (ByteCodes::ArrangeQ8) as the accumulator's
+// starting value.
+struct Avx512VnniCodes : ByteCodes {
+  WB_TARGET_AVX512_VNNI static Ints DotBytes(Ints sums, UBytes u, const Words& s) {
+    return reinterpret_cast<Ints>(_mm512_dpbusd_epi32(reinterpret_cast<__m512i>(sums), reinterpret_cast<__m512i>(u),
+                                                      reinterpret_cast<__m512i>(s)));
+  }
+  WB_TARGET_AVX512_VNNI static Ints Q8Pair(const unsigned char* a, const unsigned char* b, const Words* pair) {
+    const UBytes w = reinterpret_cast<UBytes>(Join(Load<Bytes32>(a), Load<Bytes32>(b)));
+    return DotBytes(reinterpret_cast<Ints>(pair[1]), w ^ 0x80, pair[0]);
+  }
+  // One row's quad: its low nibbles against the activations' values 0 .. 15, its high nibbles
+  // against 16 .. 31. Lane 4k + i: block k's values 4i .. 4i + 3 and 4i + 16 .. 4i + 19.
+  WB_TARGET_AVX512_VNNI static Ints QuadLanes(UBytes codes, const Words* quad) {
+    return DotBytes(DotBytes(Ints{}, codes & 15, quad[0]), codes >> 4, quad[1]);
+  }
+  WB_TARGET_AVX512_VNNI static Ints Q4Quad(const unsigned char* const* row, size_t at, const Words* quad) {
+    Ints lanes[kGroupRows];
+    for (int r = 0; r < kGroupRows; ++r) lanes[r] = QuadLanes(QuadCodes(row[r] + at), quad);
+    return BlockTotalsOfRows(lanes);
+  }
+  WB_TARGET_AVX512_VNNI static Ints Q4PartialQuad(const unsigned char* const (&blocks)[kGroupRows][4],
+                                                  const Words* quad) {
+    Ints lanes[kGroupRows];
+    for (int r = 0; r < kGroupRows; ++r) {
+      lanes[r] = QuadLanes(QuadCodes(blocks[r][0], blocks[r][1], blocks[r][2], blocks[r][3]), quad);
+    }
+    return BlockTotalsOfRows(lanes);
+  }
+};
+
+// AVX2: vpmaddubsw multiplies 32 unsigned bytes by 32 signed bytes and adds neighbouring pairs
+// into int16 (saturating, so the operands are chosen to stay below it), and vpmaddwd against
+// ones adds neighbouring int16 into int32: four products a lane, the lanes of VNNI's. A Q8_0
+// weight code goes in as |w| and the activation's as x with w's sign (vpsignb; ggml's AVX2
+// ggml_vec_dot_q8_0_q8_0 does the same): |w| (x sign(w)) = w x, a pair at most 2 x 128 x 127
+// = 32512, below int16's 32767. Q4_0 codes are unsigned already, a pair at most 2 x 15 x 127.
+typedef int32_t Ints8 __attribute__((vector_size(32)));  // 8 int32: one AVX2 register
+struct Avx2Codes : ByteCodes {
+  WB_TARGET_AVX2 static Ints8 DotBytes(__m256i u, __m256i s) {
+    return reinterpret_cast<Ints8>(_mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+  }
+  WB_TARGET_AVX2 static Ints Join8(Ints8 low, Ints8 high) {
+    return __builtin_shufflevector(low, high, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  }
+  WB_TARGET_AVX2 static __m256i Load32(const void* p) {
+    return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+  }
+  WB_TARGET_AVX2 static Ints8 Q8Block(const unsigned char* w, const int8_t* x) {
+    const __m256i wv = Load32(w);
+    const __m256i xv = Load32(x);
+    return DotBytes(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
+  }
+  WB_TARGET_AVX2 static Ints Q8Pair(const unsigned char* a, const unsigned char* b, const Words* pair) {
+    const int8_t* x = reinterpret_cast<const int8_t*>(&pair[0]);
+    return Join8(Q8Block(a, x), Q8Block(b, x + 32));
+  }
+  WB_TARGET_AVX2 static Ints QuadLanes(UBytes codes, const Words* quad) {
+    const UBytes low = codes & 15, high = codes >> 4;
+    const unsigned char* lo = reinterpret_cast<const unsigned char*>(&low);
+    const unsigned char* hi = reinterpret_cast<const unsigned char*>(&high);
+    const int8_t* x0 = reinterpret_cast<const int8_t*>(&quad[0]);
+    const int8_t* x1 = reinterpret_cast<const int8_t*>(&quad[1]);
+    Ints8 half[2];
+    for (int h = 0; h < 2; ++h) {
+      half[h] = DotBytes(Load32(lo + 32 * h), Load32(x0 + 32 * h)) + DotBytes(Load32(hi + 32 * h), Load32(x1 + 32 * h));
+    }
+    return Join8(half[0], half[1]);
+  }
+  WB_TARGET_AVX2 static Ints Q4Quad(const unsigned char* const* row, size_t at, const Words* quad) {
+    Ints lanes[kGroupRows];
+    for (int r = 0; r < kGroupRows; ++r) {
+      const unsigned char* codes = row[r] + at + 2;  // a block's codes follow its scale
+      lanes[r] = QuadLanes(QuadCodes(codes, codes + sizeof(BlockQ4_0), codes + 2 * sizeof(BlockQ4_0),
+                                     codes + 3 * sizeof(BlockQ4_0)),
+                           quad);
+    }
+    return BlockTotalsOfRows(lanes);
+  }
+  WB_TARGET_AVX2 static Ints Q4PartialQuad(const unsigned char* const (&blocks)[kGroupRows][4], const Words* quad) {
+    Ints lanes[kGroupRows];
+    for (int r = 0; r < kGroupRows; ++r) {
+      lanes[r] = QuadLanes(QuadCodes(blocks[r][0], blocks[r][1], blocks[r][2], blocks[r][3]), quad);
+    }
+    return BlockTotalsOfRows(lanes);
+  }
+};
+#endif  // __x86_64__
+
 // The activations, prepared once per call by each thread that multiplies. Per token t: its codes as
 // int16 vectors arranged for the weight type, one vector per block (Q8_0: xEven and xOdd of
 // each pair of blocks; Q4_0: the four nibble orders of each quad); per block b the scale
@@ -454,6 +673,7 @@ struct Activations {
 // The result lives in one object per thread, reused by every call and grown only when a call
 // needs more than any before it (assign keeps the capacity): after the first large call,
 // matmul_q allocates nothing, which a decode step of stage 5 must not.
+template <class Codes>
 const Activations& Prepare(int T, const BlockQ8_0* xq, int blocks, WeightType type) {
   static thread_local Activations a;
   a.blocks = blocks;
@@ -466,23 +686,9 @@ const Activations& Prepare(int T, const BlockQ8_0* xq, int blocks, WeightType ty
     for (int b = 0; b < blocks; ++b) {
       const BlockQ8_0& block = xq[static_cast<size_t>(t) * blocks + b];
       if (type == WeightType::kQ8_0) {
-        // Block b is lanes 0 .. 15 (b even) or 16 .. 31 (b odd) of its pair's xEven, xOdd.
-        Words* pair = codes + 2 * (b / 2);
-        for (int i = 0; i < 16; ++i) {
-          pair[0][16 * (b % 2) + i] = block.qs[2 * i];
-          pair[1][16 * (b % 2) + i] = block.qs[2 * i + 1];
-        }
+        Codes::ArrangeQ8(block, b % 2, codes + 2 * (b / 2));
       } else {
-        // Block b is lanes 8k .. 8k + 7 (k = b % 4) of its quad's four vectors: values 2i,
-        // 2i + 16, 2i + 1, 2i + 17 (NibbleSums's nibble order).
-        Words* quad = codes + 4 * (b / 4);
-        for (int i = 0; i < 8; ++i) {
-          const int lane = 8 * (b % 4) + i;
-          quad[0][lane] = block.qs[2 * i];
-          quad[1][lane] = block.qs[2 * i + 16];
-          quad[2][lane] = block.qs[2 * i + 1];
-          quad[3][lane] = block.qs[2 * i + 17];
-        }
+        Codes::ArrangeQ4(block, b % 4, codes + 4 * (b / 4));
       }
       const float scale = HalfToFloat(block.d);
       a.scales[static_cast<size_t>(t) * a.paddedBlocks + b] = scale;
@@ -581,7 +787,7 @@ void GroupRows(const QuantMatrix& W, int blocks, int paddedBlocks, int o, int ro
 // rows' block sums (BlockSumsOfRows) multiply-added with the scales. Lane 4r + k of either
 // accumulator is row r's, block k's of each quad. kConvertScales: the whole quads' weight
 // scales are converted here, from the quads' first loads, not read from the group.
-template <bool kConvertScales>
+template <class Codes, bool kConvertScales>
 void GroupDotQ4(const RowGroup& group, const Activations& a, int t, int rows, float* y, Accumulate mode) {
   const size_t quadsPerToken = static_cast<size_t>(a.paddedBlocks) / 4;
   const Floats* xScales = a.quadScales.data() + static_cast<size_t>(t) * quadsPerToken;
@@ -608,24 +814,19 @@ void GroupDotQ4(const RowGroup& group, const Activations& a, int t, int rows, fl
     const size_t at = static_cast<size_t>(q) * 4 * sizeof(BlockQ4_0);
     const Floats scale =
         quadScales(kConvertScales ? HalvesToFloats(QuadScaleHalves(group.row, at)) : group.quadScales[q], q);
-    Words rowSums[kGroupRows];
-    for (int r = 0; r < kGroupRows; ++r) rowSums[r] = QuadSumsAt(group.row[r] + at, x + 4 * q);
-    sum += __builtin_convertvector(BlockSumsOfRows(rowSums), Floats) * scale;
+    sum += __builtin_convertvector(Codes::Q4Quad(group.row, at, x + 4 * q), Floats) * scale;
   }
   for (size_t at = ahead; at < group.nextBytes; at += 64) __builtin_prefetch(group.next + at);
   // The last, partial quad: its missing blocks repeat the row's last, against zero codes.
   if (fullQuads < quads) {
     const int b = 4 * fullQuads;
     const Floats scale = quadScales(group.quadScales[fullQuads], fullQuads);
-    Words rowSums[kGroupRows];
+    const unsigned char* blocks[kGroupRows][4];
     for (int r = 0; r < kGroupRows; ++r) {
       const unsigned char* codes = group.row[r] + 2;  // a block's codes follow its scale
-      rowSums[r] = QuadSums(codes + static_cast<size_t>(b) * sizeof(BlockQ4_0),
-                            codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ4_0),
-                            codes + static_cast<size_t>(std::min(b + 2, last)) * sizeof(BlockQ4_0),
-                            codes + static_cast<size_t>(std::min(b + 3, last)) * sizeof(BlockQ4_0), x + b);
+      for (int k = 0; k < 4; ++k) blocks[r][k] = codes + static_cast<size_t>(std::min(b + k, last)) * sizeof(BlockQ4_0);
     }
-    sum += __builtin_convertvector(BlockSumsOfRows(rowSums), Floats) * scale;
+    sum += __builtin_convertvector(Codes::Q4PartialQuad(blocks, x + b), Floats) * scale;
   }
   for (int r = 0; r < rows; ++r) {
     float total = 0.0f;
@@ -644,6 +845,7 @@ const Ints kPairLanes = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
 // * half(dX) (one 64-byte multiply per row); then pair by pair, the activation's code vectors
 // loaded once and every row's partial sums multiply-added into its accumulator. Blocks past
 // the row's last are read as its last block again; their activation codes and scales are zero.
+template <class Codes>
 void GroupDotQ8(const RowGroup& group, const Activations& a, int t, int rows, float* y, Accumulate mode) {
   const float* xScales = a.scales.data() + static_cast<size_t>(t) * a.paddedBlocks;
   const Words* x = a.codes.data() + static_cast<size_t>(t) * a.paddedBlocks;
@@ -666,9 +868,8 @@ void GroupDotQ8(const RowGroup& group, const Activations& a, int t, int rows, fl
       const Ints lanes = kPairLanes + k;
       for (int r = 0; r < kGroupRows; ++r) {
         const unsigned char* codes = group.row[r] + 2;  // a block's codes follow its scale
-        const Ints partial = PartialSumsQ8Pair(codes + static_cast<size_t>(b) * sizeof(BlockQ8_0),
-                                               codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ8_0),
-                                               x[b], x[b + 1]);
+        const Ints partial = Codes::Q8Pair(codes + static_cast<size_t>(b) * sizeof(BlockQ8_0),
+                                           codes + static_cast<size_t>(std::min(b + 1, last)) * sizeof(BlockQ8_0), x + b);
         sum[r] += __builtin_convertvector(partial, Floats) * __builtin_shuffle(scale[r], lanes);
       }
     }
@@ -682,7 +883,7 @@ void GroupDotQ8(const RowGroup& group, const Activations& a, int t, int rows, fl
 
 // Weight rows [r0, r1) of y, on the calling thread: tokens in chunks, and within a chunk each
 // group of rows meets every token while its blocks are in L1 or L2.
-template <WeightType kType>
+template <class Codes, WeightType kType>
 void MatmulQRows(int T, const Activations& a, const QuantMatrix& W, float* y, Accumulate mode, int r0, int r1) {
   static thread_local RowGroup group;  // reused, as Prepare's activations are
   const size_t rowBytes = static_cast<size_t>(a.blocks) * BlockBytes<kType>();
@@ -707,12 +908,12 @@ void MatmulQRows(int T, const Activations& a, const QuantMatrix& W, float* y, Ac
         float* out = y + static_cast<size_t>(t) * W.rows + o;
         if constexpr (kType == WeightType::kQ4_0) {
           if (group.wholeQuadScales) {
-            GroupDotQ4<false>(group, a, t, rows, out, mode);
+            GroupDotQ4<Codes, false>(group, a, t, rows, out, mode);
           } else {
-            GroupDotQ4<true>(group, a, t, rows, out, mode);
+            GroupDotQ4<Codes, true>(group, a, t, rows, out, mode);
           }
         } else {
-          GroupDotQ8(group, a, t, rows, out, mode);
+          GroupDotQ8<Codes>(group, a, t, rows, out, mode);
         }
         group.nextBytes = 0;  // requested during the chunk's first token
       }
@@ -720,17 +921,20 @@ void MatmulQRows(int T, const Activations& a, const QuantMatrix& W, float* y, Ac
   }
 }
 
-void MatmulQRange(int T, const Activations& a, const QuantMatrix& W, float* y, Accumulate mode, int r0, int r1) {
+// Rows [r0, r1) of y with the code products of `Codes`: the activations prepared for them, then
+// the rows in groups.
+template <class Codes>
+void MatmulQBand(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode, int r0, int r1) {
+  const Activations& a = Prepare<Codes>(T, xq, W.cols / QK, W.type);
   if (W.type == WeightType::kQ8_0) {
-    MatmulQRows<WeightType::kQ8_0>(T, a, W, y, mode, r0, r1);
+    MatmulQRows<Codes, WeightType::kQ8_0>(T, a, W, y, mode, r0, r1);
   } else {
-    MatmulQRows<WeightType::kQ4_0>(T, a, W, y, mode, r0, r1);
+    MatmulQRows<Codes, WeightType::kQ4_0>(T, a, W, y, mode, r0, r1);
   }
 }
 
 [[maybe_unused]] void MatmulQVectorised(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode) {
-  const Activations& a = Prepare(T, xq, W.cols / QK, W.type);
-  MatmulQRange(T, a, W, y, mode, 0, W.rows);
+  MatmulQBand<PortableCodes>(T, xq, W, y, mode, 0, W.rows);
 }
 
 // --- matmul_q, version 3: threads over bands of weight rows -------------------------------------
@@ -753,17 +957,71 @@ Band RowBand(int rows, int thread, int threads) {
   return {begin, std::min(rows, begin + perThread * kGroupRows)};
 }
 
+// The band kernels, one per version of the code products. A fast version is compiled for its
+// instruction set (its target attribute) with everything it calls inlined into it (flatten), so
+// that the whole loop, not only the intrinsics, is built for that instruction set.
+void MatmulQBandPortable(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode, int r0, int r1) {
+  MatmulQBand<PortableCodes>(T, xq, W, y, mode, r0, r1);
+}
+#if defined(__x86_64__)
+WB_TARGET_AVX2 __attribute__((flatten)) void MatmulQBandAvx2(int T, const BlockQ8_0* xq, const QuantMatrix& W,
+                                                             float* y, Accumulate mode, int r0, int r1) {
+  MatmulQBand<Avx2Codes>(T, xq, W, y, mode, r0, r1);
+}
+WB_TARGET_AVX512_VNNI __attribute__((flatten)) void MatmulQBandAvx512Vnni(int T, const BlockQ8_0* xq,
+                                                                          const QuantMatrix& W, float* y,
+                                                                          Accumulate mode, int r0, int r1) {
+  MatmulQBand<Avx512VnniCodes>(T, xq, W, y, mode, r0, r1);
+}
+#endif
+
+using BandKernel = void (*)(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode, int r0,
+                            int r1);
+struct BandVersion {
+  const char* name;
+  BandKernel kernel;
+  bool (*supported)();
+};
+// Every version, the portable one first; the fastest this CPU runs is the last it supports.
+const BandVersion kBandVersions[] = {
+    {"portable", MatmulQBandPortable, [] { return true; }},
+#if defined(__x86_64__)
+    {"avx2", MatmulQBandAvx2,
+     [] { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }},
+    {"avx512vnni", MatmulQBandAvx512Vnni,
+     [] {
+       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
+              __builtin_cpu_supports("avx512vnni");
+     }},
+#endif
+};
+
+// Chosen once, on the first call: the version the environment variable WB_KERNEL_VERSION names,
+// when this CPU runs it (`./workbook check 4 --solutions` runs the suite through each in turn),
+// and otherwise the fastest this CPU runs.
+BandKernel ChooseBandKernel() {
+  const char* asked = std::getenv("WB_KERNEL_VERSION");
+  BandKernel chosen = MatmulQBandPortable;
+  for (const BandVersion& v : kBandVersions) {
+    if (!v.supported()) continue;
+    if (asked != nullptr && std::strcmp(asked, v.name) == 0) return v.kernel;
+    chosen = v.kernel;
+  }
+  return chosen;
+}
+
 [[maybe_unused]] void MatmulQThreaded(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode,
                                       int threads) {
+  static const BandKernel band = ChooseBandKernel();
   if (threads <= 1) {  // GCC's OpenMP runtime allocates for a one-thread region: skip it
-    MatmulQRange(T, Prepare(T, xq, W.cols / QK, W.type), W, y, mode, 0, W.rows);
+    band(T, xq, W, y, mode, 0, W.rows);
     return;
   }
 #pragma omp parallel num_threads(threads)
   {
-    const Activations& a = Prepare(T, xq, W.cols / QK, W.type);
-    const Band band = RowBand(W.rows, omp_get_thread_num(), omp_get_num_threads());
-    MatmulQRange(T, a, W, y, mode, band.begin, band.end);
+    const Band rows = RowBand(W.rows, omp_get_thread_num(), omp_get_num_threads());
+    band(T, xq, W, y, mode, rows.begin, rows.end);
   }
 }
 

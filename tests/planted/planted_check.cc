@@ -21,6 +21,10 @@
 //   suites: visible | hidden | both  which suites must have a failing case (default visible);
 //           visible-only             run the visible suite only (the outcome depends on T)
 //   time-limit: SECONDS              passed to the runner
+//   kernel-version: NAME             passed to the runner (--kernel-version): the bug is in the
+//                                    kernels' version for one instruction set, which the stage
+//                                    file runs when asked; on a CPU without that instruction
+//                                    set the test is skipped (exit 77)
 // Both suites are run (hidden cases revealed) unless the file says visible-only, so a bug
 // that shows where it should not, or first shows at another checkpoint, fails the test too.
 #include <algorithm>
@@ -111,6 +115,7 @@ int main(int argc, char** argv) {
   const std::string headline = Get(header, "headline", "");
   const std::string suites = Get(header, "suites", "visible");
   const std::string timeLimit = Get(header, "time-limit", "");
+  const std::string kernelVersion = Get(header, "kernel-version", "");
 
   int failures = 0;
   auto fail = [&failures](const std::string& what) {
@@ -126,9 +131,14 @@ int main(int argc, char** argv) {
     std::string command = "'" + runner + "' check " + stage + " --format json --show-hidden --harness '" + harness +
                           "' --cases '" + cases + "'";
     if (!timeLimit.empty()) command += " --time-limit " + timeLimit;
+    if (!kernelVersion.empty()) command += " --kernel-version " + kernelVersion;
     std::string output;
     int exitStatus = 0;
     if (!Run(command + " 2>&1", output, exitStatus)) return 2;
+    if (!kernelVersion.empty() && output.find("this CPU lacks") != std::string::npos) {
+      std::printf("skipped: %s", output.c_str());
+      return 77;
+    }
     json report;
     try {
       report = json::parse(output);

@@ -83,6 +83,21 @@ TEST_CASE("bench 4 --solutions prints every figure from one run, and draws them"
   CHECK(report["machine"]["online_cpus"].get<int>() >= 1);
   CHECK(report["machine"]["compiler"].get<std::string>().find(' ') != std::string::npos);
   CHECK(report["machine"]["utc"].get<std::string>().size() == std::string("2026-12-06T03:12Z").size());
+  // --solutions: each of the solution's kernel versions (data/stages.json's kernel_versions)
+  // checked and timed at T = 1 on both thread counts, or said to be beyond this CPU.
+  const std::vector<std::string> versions = {"portable", "avx2", "avx512vnni"};
+  REQUIRE(report["versions"].size() == versions.size());
+  for (size_t i = 0; i < versions.size(); ++i) {
+    const json& v = report["versions"][i];
+    CHECK(v["name"] == versions[i]);
+    if (v["ran"].get<bool>()) {
+      CHECK(v["decode"].size() == 4);
+      for (const json& d : v["decode"]) CHECK(d["gbs"].get<double>() > 0);
+    } else {
+      CHECK(v["note"].get<std::string>().find("this CPU lacks") != std::string::npos);
+    }
+  }
+  CHECK(report["versions"][0]["ran"] == true);  // portable runs anywhere
 
   // The probe, on 1 and 2 threads, over at least twice the cache.
   REQUIRE(report["probe"].size() == 2);
@@ -179,4 +194,23 @@ TEST_CASE("bench 4 refuses an unwritable --plot and stage 3's --tokens before me
   CHECK(tokens.status == 2);
   CHECK(tokens.err.find("stage 4 measures T = 1 and T = 128") != std::string::npos);
   CHECK(tokens.out.find("probing") == std::string::npos);
+}
+
+TEST_CASE("check 4 --solutions runs the visible suite through every kernel version this CPU has") {
+  const auto ran = Workbook("check 4 --solutions --format json");
+  REQUIRE(ran.status == 0);
+  const json report = Parse(ran.out);
+  REQUIRE(report["kernel_versions"].size() == 3);
+  for (const json& v : report["kernel_versions"]) {
+    if (v["ran"].get<bool>()) {
+      CHECK(v["passed"] == v["cases"]);
+      CHECK(v["cases"].get<int>() == static_cast<int>(report["cases"].size()));
+    } else {
+      CHECK(v["note"].get<std::string>().find("this CPU lacks") != std::string::npos);
+    }
+  }
+  // A version nobody knows is refused before anything runs.
+  const auto unknown = Workbook("check 4 --solutions --kernel-version nonesuch");
+  CHECK(unknown.status == 2);
+  CHECK(unknown.err.find("kernel version 'nonesuch'") != std::string::npos);
 }

@@ -34,7 +34,7 @@ void CallStage(Region& region) {
                     matmul(p.tokens, shape.out, shape.in, input, w + offsets[s], output, Accumulate::kOverwrite,
                            p.threads);
                   },
-                  p.budgetSeconds));
+                  p.budgetSeconds, {.data = output, .count = static_cast<size_t>(p.tokens) * shape.out}));
   }
   auto out = [&region](L::Buffer b) { return region.Floats<L>(b); };
   record(stage03::kBenchShapeCount,
@@ -44,7 +44,7 @@ void CallStage(Region& region) {
                            region.Floats<L>(L::kRopeSin), out(L::kNorm1), out(L::kQkv), out(L::kAttnOut),
                            out(L::kResidual1), out(L::kNorm2), out(L::kHidden), out(L::kOutput));
              },
-             p.budgetSeconds));
+             p.budgetSeconds, {.data = out(L::kOutput), .count = static_cast<size_t>(p.tokens) * D}));
   region.EndCall();
 }
 

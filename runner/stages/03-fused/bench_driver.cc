@@ -155,6 +155,19 @@ Expected<ChildTimings> RunBenchChild(const std::string& harness, const PackedWei
   const auto t = region.Floats<L>(L::kTimings);
   for (int m = 0; m < kBenchMeasurements; ++m) {
     result.timings[m] = FromFloats(t.subspan(static_cast<size_t>(m) * kTimingFloats, kTimingFloats));
+    const std::string what = m < kBenchShapeCount ? fmt::format("matmul {}", kBenchShapes[m].name) : "fused_block";
+    if (const char* refusal = TimingRefusal(result.timings[m])) {
+      result.failure = fmt::format("{}: {}.", what, refusal);
+      break;
+    }
+    const Timing& got = result.timings[m];
+    if (!(got.fastest > 0 && got.fastest <= got.median && got.median <= got.slowest && got.runs >= kMinRuns &&
+          got.runs <= kMaxRuns)) {
+      result.failure = fmt::format("{}: its timing came back as {} runs, median {} s, which no measurement gives: was "
+                                   "something written past the end of a buffer?",
+                                   what, got.runs, got.median);
+      break;
+    }
   }
   return result;
 }
@@ -235,6 +248,9 @@ const char* const kVersionNames[] = {"", "naive: one dot product per output", "t
                                      "vectorised: the tiles with 16-float vectors", "threaded: column bands per thread"};
 
 double PeakFor(const Machine& m, int threads) { return m.peak[std::min(threads, 2) - 1]; }
+// How far above the probe's FMA peak a figure may lie before it is refused: the probe and the
+// kernels are timed at different moments of a shared machine.
+constexpr double kBeyondRoof = 1.5;
 
 void PrintText(const Machine& m, const std::vector<Row>& rows, const std::vector<VersionRow>& versions,
                const BenchOptions& o) {
@@ -687,7 +703,7 @@ Expected<int> RunFusedBench(const PackedWeights& weights, const BenchOptions& o,
       auto child = RunBenchChild(context.harness, weights, T, threads, budget, context);
       if (!child.ok()) return child.error();
       if (!child->failure.empty()) {
-        std::printf("bench: T = %d, %d threads: %s\n", T, threads, child->failure.c_str());
+        std::printf("bench: T = %d, %d thread%s: %s\n", T, threads, threads == 1 ? "" : "s", child->failure.c_str());
         return 1;
       }
       auto yard = RunYardstick({"measure", std::to_string(T), std::to_string(threads), fmt::format("{}", budget)},
@@ -711,6 +727,18 @@ Expected<int> RunFusedBench(const PackedWeights& weights, const BenchOptions& o,
         block.stageOneSeconds = *one;
       }
       rows.push_back(block);
+    }
+  }
+  // No figure above the roof: a kernel faster than the machine's FMA peak (with room for the
+  // probe's own noise) was not measured, whatever the clock said.
+  for (const Row& r : rows) {
+    if (r.Gflops() > kBeyondRoof * PeakFor(machine, r.threads)) {
+      std::printf("bench: %s, T = %d, %d thread%s: %.0f GFLOP/s would be %.0f times this machine's FMA peak of %.1f "
+                  "GFLOP/s, which no kernel reaches: the timing is not to be trusted (code that skips work when "
+                  "timed?), and no figure is printed.\n",
+                  r.kernel.c_str(), r.T, r.threads, r.threads == 1 ? "" : "s", r.Gflops(),
+                  r.Gflops() / PeakFor(machine, r.threads), PeakFor(machine, r.threads));
+      return 1;
     }
   }
   // Stage 1 has no threads: the two-thread rows compare with its one-thread time.

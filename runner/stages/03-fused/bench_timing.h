@@ -1,11 +1,29 @@
-// How stage 3's bench times a piece of code, the same way in the student's bench child and
-// in the yardstick (OpenBLAS, the probes): one untimed run, then runs until the budget is
-// spent (at least kMinRuns, at most kMaxRuns), and the median with the fastest and slowest
+// How the benches of stages 3 and 4 time a piece of code, the same way in the student's bench
+// child and in the yardstick (OpenBLAS, the probes): one untimed run, then runs until the budget
+// is spent (at least kMinRuns, at most kMaxRuns), and the median with the fastest and slowest
 // run. The median is what the tables compare; the two others show how noisy the machine was.
+//
+// The student's code is linked into the program that times it, so the timing must not take its
+// word for anything:
+//   - the clock is the kernel's, asked by a system call made here (TrustedSeconds): a function
+//     of the student's named clock_gettime would otherwise take the C library's place for every
+//     caller in the program; and the C library's clock is read beside it, so a program whose
+//     clock disagrees with the system's gets no figure (kClockDisagreed);
+//   - with Evidence (what the timed code writes), the output is cleared before each timed run
+//     and must come back as the untimed first run wrote it: code that skips work once it is
+//     being timed gets no figure (kRecomputeFailed).
+// Either refusal comes back as a Timing whose runs is the refusal's code (TimingRefusal says it
+// in words); the drivers print no figure for it.
 #pragma once
+
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 namespace wb::stage03 {
@@ -19,21 +37,77 @@ struct Timing {
 
 inline constexpr int kMinRuns = 3;
 inline constexpr int kMaxRuns = 200;
+inline constexpr int kRecomputeFailed = -1;  // Timing::runs: the timed runs did not rewrite the output
+inline constexpr int kClockDisagreed = -2;   // Timing::runs: the program's clock is not the system's
+
+// What the timed code writes, cleared before each timed run and compared afterwards.
+struct Evidence {
+  float* data = nullptr;
+  size_t count = 0;
+};
+
+// CLOCK_MONOTONIC straight from the kernel, past every symbol of the program.
+inline double TrustedSeconds() {
+  timespec ts{};
+#if defined(__x86_64__)
+  long result;
+  asm volatile("syscall"
+               : "=a"(result)
+               : "0"(228L /* SYS_clock_gettime */), "D"(static_cast<long>(CLOCK_MONOTONIC)), "S"(&ts)
+               : "rcx", "r11", "memory");
+  (void)result;
+#elif defined(__aarch64__)
+  register long number asm("x8") = 113;  // SYS_clock_gettime
+  register long clock asm("x0") = CLOCK_MONOTONIC;
+  register timespec* into asm("x1") = &ts;
+  asm volatile("svc 0" : "+r"(clock) : "r"(number), "r"(into) : "memory");
+#else
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // no direct call written for this architecture
+#endif
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Words for a refused timing; nullptr for a timing that is a measurement.
+inline const char* TimingRefusal(const Timing& t) {
+  if (t.runs == kRecomputeFailed) {
+    return "the timed calls did not compute their output again: the bench clears the output before each timed "
+           "call, and afterwards it did not hold what the untimed first call wrote. No figure is printed for code "
+           "that skips work when it is timed";
+  }
+  if (t.runs == kClockDisagreed) {
+    return "the program's clock (clock_gettime as the C library gives it) disagreed with the system's: no figure "
+           "is printed when the clock the code sees is not the system's";
+  }
+  return nullptr;
+}
 
 template <typename Run>
-Timing Measure(const Run& run, double budgetSeconds) {
-  using Clock = std::chrono::steady_clock;
+Timing Measure(const Run& run, double budgetSeconds, Evidence evidence = {}) {
+  using LibraryClock = std::chrono::steady_clock;
   run();  // warm: pages, caches, the OpenMP thread pool
+  std::vector<float> first;
+  if (evidence.data != nullptr) first.assign(evidence.data, evidence.data + evidence.count);
   std::vector<double> seconds;
-  double spent = 0;
+  double spent = 0, librarySpent = 0;
   while (static_cast<int>(seconds.size()) < kMaxRuns &&
          (static_cast<int>(seconds.size()) < kMinRuns || spent < budgetSeconds)) {
-    const auto start = Clock::now();
+    if (evidence.data != nullptr) {
+      std::fill(evidence.data, evidence.data + evidence.count, std::numeric_limits<float>::quiet_NaN());
+    }
+    const auto libraryStart = LibraryClock::now();
+    const double start = TrustedSeconds();
     run();
-    const double took = std::chrono::duration<double>(Clock::now() - start).count();
+    const double took = TrustedSeconds() - start;
+    librarySpent += std::chrono::duration<double>(LibraryClock::now() - libraryStart).count();
     seconds.push_back(took);
     spent += took;
   }
+  if (evidence.data != nullptr && std::memcmp(first.data(), evidence.data, evidence.count * sizeof(float)) != 0) {
+    return {0, 0, 0, kRecomputeFailed};
+  }
+  // The two clocks read the same runs a few hundred nanoseconds apart: beyond a tenth and a
+  // millisecond, one of them is not telling the time.
+  if (std::fabs(librarySpent - spent) > 0.1 * spent + 1e-3) return {0, 0, 0, kClockDisagreed};
   std::sort(seconds.begin(), seconds.end());
   const size_t n = seconds.size();
   const double median = n % 2 == 1 ? seconds[n / 2] : (seconds[n / 2 - 1] + seconds[n / 2]) / 2;

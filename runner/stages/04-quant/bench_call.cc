@@ -57,7 +57,7 @@ stage03::Timing TimeMatmulQ(Region& region, const L::Params& p, stage04::Weight 
         matmul_q(T, xq, W, y, Accumulate::kOverwrite, p.threads);
         next = (next + 1) % copyCount;
       },
-      p.budgetSeconds);
+      p.budgetSeconds, {.data = y, .count = static_cast<size_t>(T) * rows});
 }
 
 stage03::Timing TimeBlock(Region& region, const L::Params& p, int set, int T) {
@@ -86,7 +86,7 @@ stage03::Timing TimeBlock(Region& region, const L::Params& p, int set, int T) {
                     out(L::kAttnOut), blocks(L::kAttnOutq), out(L::kResidual1), out(L::kNorm2), blocks(L::kNorm2q),
                     out(L::kHidden), blocks(L::kHiddenq), out(L::kOutput));
       },
-      p.budgetSeconds);
+      p.budgetSeconds, {.data = out(L::kOutput), .count = static_cast<size_t>(T) * D});
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,8 @@
 #include "reference/block/block_shape.h"
 #include "reference/gen/block_data.h"
 #include "runner/engine/case_verdict.h"
+#include "runner/engine/check.h"
+#include "runner/engine/kernel_versions.h"
 #include "runner/engine/crash_description.h"
 #include "runner/isolation/shared_region.h"
 #include "runner/stages/04-quant/stage04_paths.h"
@@ -47,8 +50,8 @@ constexpr double kDefaultBudget = 0.5;  // seconds per measurement: a Q8_0 decod
 
 // --- how much memory is "larger than the cache": LastLevelCache (runner/stages/bench_support.h) ---------------
 
-// The sizes the cache decides: the probe's buffer and how many copies of each decode matrix
-// make at least twice the cache (at least one copy, which then is that large by itself).
+// The sizes the cache decides: the probe's buffer (MemoryPassBytes) and how many copies of each
+// decode matrix make at least that much (at least one copy, which then is that large by itself).
 struct Plan {
   CacheSize cache;
   uint64_t probeBytes = 0;
@@ -257,6 +260,10 @@ Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets
   const std::span<const float> t = region.Floats<L>(L::kTimings);
   for (int m = 0; m < kQuantMeasurementCount; ++m) {
     result.timings[m] = FromFloats(t.data() + static_cast<size_t>(m) * stage03::kTimingFloats);
+    if (const char* refusal = stage03::TimingRefusal(result.timings[m])) {
+      result.failure = fmt::format("{}: {}.", MeasurementName(m), refusal);
+      break;
+    }
     if (!Sound(result.timings[m])) {
       // Measure cannot produce it: the timings buffer was overwritten (by a write out of bounds).
       result.failure = fmt::format("the timing of {} came back as {} runs, median {} s, which no measurement gives: "
@@ -282,6 +289,15 @@ struct Figures {
   std::array<Timing, 2> probeAfter{};  // after
   std::array<Timing, 2> floatDecode{};
   std::array<std::array<Timing, kQuantMeasurementCount>, 2> child{};  // per thread count
+  // --solutions: the solution's kernel versions (kernel_versions in data/stages.json), each
+  // validated on the visible suite and then timed at T = 1, on 1 and 2 threads.
+  struct Version {
+    std::string name;
+    bool ran = false;
+    std::string note;  // why it was not run or not timed
+    std::array<std::array<Timing, 2>, 2> decode{};  // [thread count][Q8_0, Q4_0]
+  };
+  std::vector<Version> versions;
 
   double BeforeGbs(int t) const { return static_cast<double>(probeBytes) / probe[t].median / 1e9; }
   double AfterGbs(int t) const { return static_cast<double>(probeBytes) / probeAfter[t].median / 1e9; }
@@ -311,6 +327,9 @@ double OverFloat(const Figures& f, const DecodeKernel& k, int t) { return f.floa
 double Q4OverQ8(const Figures& f, int t) { return f.child[t][kDecodeQ8_0].median / f.child[t][kDecodeQ4_0].median; }
 
 constexpr double kPrefillOps = 2.0 * kPrefillT * kPrefillRows * kPrefillCols;
+// How far above the probe a decode figure may lie before it is refused: the probe and the
+// kernels are timed at different moments of a shared machine, and a probe can be unlucky.
+constexpr double kBeyondRoofPercent = 300;
 double Gops(const Timing& t) { return kPrefillOps / t.median / 1e9; }
 
 // The table: a row's label, then per thread count its time and its figures, side by side.
@@ -338,7 +357,7 @@ void PrintRow(const std::string& label, const std::array<Timing, 2>& time,
 void PrintText(const Figures& f, const BenchOptions& o) {
   std::printf("Stage 4 bench: %s on this machine\n", o.source.c_str());
   std::printf("  last-level cache: %s, from %s;\n  what must not fit in it (the probe's buffer, each kernel's copies "
-              "together) is at least twice that\n",
+              "together) is at least twice that, and 512 MiB\n",
               Mebibytes(f.plan.cache.bytes).c_str(), f.plan.cache.source.c_str());
   std::printf("  each time is the median of its runs (fastest-slowest in brackets)\n\n");
 
@@ -370,6 +389,27 @@ void PrintText(const Figures& f, const BenchOptions& o) {
              figures);
   }
   std::printf("  Q4_0 over Q8_0: %.2fx the speed on 1 thread, %.2fx on 2\n\n", Q4OverQ8(f, 0), Q4OverQ8(f, 1));
+  if (!f.versions.empty()) {
+    std::printf("The solution's kernel versions at T = 1 (WB_KERNEL_VERSION; the rows above ran the fastest this "
+                "CPU has)\n");
+    PrintHeader("version, type", {"GB/s", "% probe"});
+    for (const Figures::Version& v : f.versions) {
+      if (!v.ran) {
+        std::printf("  %-*s %s\n", kLabelWidth, v.name.c_str(), v.note.c_str());
+        continue;
+      }
+      for (const auto& [type, i, bytes] : {std::tuple{"Q8_0", 0, DecodeBytes(Weight::kQ8_0)},
+                                           std::tuple{"Q4_0", 1, DecodeBytes(Weight::kQ4_0)}}) {
+        std::array<std::vector<std::string>, 2> figures;
+        for (int t = 0; t < 2; ++t) {
+          const double gbs = static_cast<double>(bytes) / v.decode[t][i].median / 1e9;
+          figures[t] = {fmt::format("{:.1f}", gbs), fmt::format("{:.0f}%", 100.0 * gbs / f.ProbeGbs(t))};
+        }
+        PrintRow(fmt::format("{}, {}", v.name, type), {v.decode[0][i], v.decode[1][i]}, figures);
+      }
+    }
+    std::printf("\n");
+  }
 
   std::printf("T = %d (prefill): W %d x %d (Llama-3-8B's wo); GOP/s counts 2 integer ops per multiply-add\n", kPrefillT,
               kPrefillRows, kPrefillCols);
@@ -430,6 +470,22 @@ json ToJson(const Figures& f, const BenchOptions& o) {
   }
   decode["q4_0_speed_over_q8_0"] = {Q4OverQ8(f, 0), Q4OverQ8(f, 1)};
   root["decode"] = decode;
+  root["versions"] = json::array();
+  for (const Figures::Version& v : f.versions) {
+    json timed = json::array();
+    for (int t = 0; v.ran && t < 2; ++t) {
+      for (const auto& [type, i, bytes] : {std::tuple{"q8_0", 0, DecodeBytes(Weight::kQ8_0)},
+                                           std::tuple{"q4_0", 1, DecodeBytes(Weight::kQ4_0)}}) {
+        const double gbs = static_cast<double>(bytes) / v.decode[t][i].median / 1e9;
+        timed.push_back({{"type", type},
+                         {"threads", kThreadCounts[t]},
+                         {"time", TimingJson(v.decode[t][i])},
+                         {"gbs", gbs},
+                         {"percent_of_probe", 100.0 * gbs / f.ProbeGbs(t)}});
+      }
+    }
+    root["versions"].push_back({{"name", v.name}, {"ran", v.ran}, {"note", v.note}, {"decode", timed}});
+  }
   json prefill = {{"T", kPrefillT}, {"rows", kPrefillRows}, {"cols", kPrefillCols}, {"ops", kPrefillOps},
                   {"kernels", json::array()}};
   for (const auto& [type, m] : {std::pair{"q8_0", kPrefillQ8_0}, std::pair{"q4_0", kPrefillQ4_0}}) {
@@ -623,6 +679,54 @@ Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, 
       }
     }
     figures.probeAfter[t] = latestProbe[t];
+  }
+
+  // No figure above the roof: at T = 1 the weights stream from memory, so a kernel reading them
+  // far faster than the probe reads a buffer was not measured, whatever the clock said.
+  for (const DecodeKernel& k : DecodeKernels(figures)) {
+    for (int t = 0; t < 2; ++t) {
+      if (PercentOfProbe(figures, k, t) > kBeyondRoofPercent) {
+        std::printf("bench: %s, T = 1, %d thread%s: %.1f GB/s would be %.0f %% of the %.1f GB/s this machine reads "
+                    "memory at, which no kernel reaches: the timing is not to be trusted (code that skips work "
+                    "when timed?), and no figure is printed.\n",
+                    k.label, kThreadCounts[t], kThreadCounts[t] == 1 ? "" : "s", Gbs(k, t),
+                    PercentOfProbe(figures, k, t), figures.ProbeGbs(t));
+        return 1;
+      }
+    }
+  }
+
+  if (o.solutions && context.stage != nullptr) {
+    for (const std::string& name : context.stage->kernelVersions) {
+      Figures::Version& v = figures.versions.emplace_back();
+      v.name = name;
+      auto info = DescribeKernelVersion(name);
+      if (!info.ok()) return info.error();
+      if (!info->runsHere) {
+        v.note = fmt::format("not run: this CPU lacks {}", info->needs);
+        continue;
+      }
+      note(fmt::format("bench: the solution's kernel version {}: the visible suite, then T = 1 ...", name));
+      CheckOptions check;
+      check.stage = context.stage->number;
+      check.solutions = true;
+      check.kernelVersion = name;
+      auto checked = RunCheck(check, context.paths);
+      if (!checked.ok()) return checked.error();
+      if (checked->status != RunStatus::kPass) {
+        v.note = "not timed: it fails the visible suite (./workbook check 4 --solutions says where)";
+        continue;
+      }
+      StageContext versionContext = context;
+      versionContext.limits.kernelVersion = name;
+      for (int t = 0; t < 2; ++t) {
+        auto child = RunBenchChild(*region, sets, plan, kThreadCounts[t], budget, versionContext);
+        if (!child.ok()) return child.error();
+        if (!child->failure.empty()) return InternalError("a solution version failed while timed: " + child->failure);
+        v.decode[t] = {child->timings[kDecodeQ8_0], child->timings[kDecodeQ4_0]};
+      }
+      v.ran = true;
+    }
   }
 
   if (o.format == "json") {

@@ -1,0 +1,147 @@
+// Stage 4's solution: every version of matmul_q's code products that this CPU runs gives the
+// portable version's results bit for bit, on shapes that reach every edge of the kernel (a
+// partial row group, an odd block count, a partial Q4_0 quad, more blocks than a scale batch,
+// several token chunks), with both accumulate modes; and a version that is wrong is caught.
+//
+// The solution file is compiled into this test (its kernels live in an anonymous namespace),
+// with the flags student code gets (tests/kernels/meson.build).
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "solutions/04-quant/quant.cc"
+
+namespace {
+
+struct Case {
+  WeightType type;
+  int T, rows, cols;
+};
+
+// Random codes over the whole range the contract allows (Q8_0 weights -127 .. 127, and -128,
+// which a file may hold; activations -127 .. 127), and scales that are ordinary halves.
+std::vector<unsigned char> RandomWeights(const Case& c, std::mt19937& rng) {
+  const size_t blocks = static_cast<size_t>(c.rows) * (c.cols / QK);
+  std::uniform_int_distribution<int> byte(0, 255), scale(0x2000, 0x3c00);
+  std::vector<unsigned char> bytes;
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint16_t d = static_cast<uint16_t>(scale(rng) | (byte(rng) & 1) << 15);
+    unsigned char head[2];
+    std::memcpy(head, &d, 2);
+    bytes.insert(bytes.end(), head, head + 2);
+    const int codes = c.type == WeightType::kQ8_0 ? QK : QK / 2;
+    for (int j = 0; j < codes; ++j) bytes.push_back(static_cast<unsigned char>(byte(rng)));
+  }
+  return bytes;
+}
+
+std::vector<BlockQ8_0> RandomActivations(const Case& c, std::mt19937& rng) {
+  std::uniform_int_distribution<int> code(-127, 127), scale(0x2000, 0x3c00);
+  std::vector<BlockQ8_0> x(static_cast<size_t>(c.T) * (c.cols / QK));
+  for (BlockQ8_0& b : x) {
+    b.d = static_cast<uint16_t>(scale(rng));
+    for (int8_t& q : b.qs) q = static_cast<int8_t>(code(rng));
+  }
+  return x;
+}
+
+// y from one band kernel over all rows, starting from `start` (kAdd reads it).
+std::vector<float> Run(BandKernel kernel, const Case& c, const std::vector<unsigned char>& w,
+                       const std::vector<BlockQ8_0>& x, Accumulate mode, const std::vector<float>& start) {
+  const QuantMatrix W{c.type, w.data(), c.rows, c.cols};
+  std::vector<float> y = start;
+  kernel(c.T, x.data(), W, y.data(), mode, 0, c.rows);
+  return y;
+}
+
+// How many (case, mode) results of `kernel` differ from the portable version in any bit.
+int Disagreements(BandKernel kernel, const char* name) {
+  std::mt19937 rng(2026);
+  const std::vector<Case> cases = {
+      {WeightType::kQ8_0, 1, 4, 32},     {WeightType::kQ8_0, 1, 7, 96},      {WeightType::kQ8_0, 3, 9, 544},
+      {WeightType::kQ8_0, 17, 5, 160},   {WeightType::kQ8_0, 2, 64, 2048},   {WeightType::kQ4_0, 1, 4, 32},
+      {WeightType::kQ4_0, 1, 6, 160},    {WeightType::kQ4_0, 2, 9, 544},     {WeightType::kQ4_0, 33, 3, 96},
+      {WeightType::kQ4_0, 1, 64, 2048},  {WeightType::kQ4_0, 5, 13, 128 * 3}};
+  int differ = 0;
+  for (const Case& c : cases) {
+    const auto w = RandomWeights(c, rng);
+    const auto x = RandomActivations(c, rng);
+    std::vector<float> start(static_cast<size_t>(c.T) * c.rows);
+    for (float& v : start) v = std::uniform_real_distribution<float>(-4, 4)(rng);
+    for (Accumulate mode : {Accumulate::kOverwrite, Accumulate::kAdd}) {
+      const auto want = Run(MatmulQBandPortable, c, w, x, mode, start);
+      const auto got = Run(kernel, c, w, x, mode, start);
+      if (std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0) {
+        ++differ;
+        const std::string what = std::string(name) + ": " + (c.type == WeightType::kQ8_0 ? "Q8_0" : "Q4_0") +
+                                 " T = " + std::to_string(c.T) + ", " + std::to_string(c.rows) + " x " +
+                                 std::to_string(c.cols) + (mode == Accumulate::kAdd ? ", kAdd" : "") +
+                                 " differs from the portable version";
+        MESSAGE(what);
+      }
+    }
+  }
+  return differ;
+}
+
+}  // namespace
+
+TEST_CASE("every version this CPU runs agrees with the portable one bit for bit") {
+  int ran = 0;
+  for (const BandVersion& v : kBandVersions) {
+    if (!v.supported()) {
+      const std::string what = std::string(v.name) + ": this CPU lacks its instructions; not run";
+      MESSAGE(what);
+      continue;
+    }
+    CHECK_MESSAGE(Disagreements(v.kernel, v.name) == 0, std::string(v.name));
+    ++ran;
+  }
+  CHECK(ran >= 1);
+}
+
+#if defined(__x86_64__)
+namespace {
+// A planted wrong fast version: VNNI products of weight codes offset by 128 without the
+// correction that takes 128 x sum(x) off again (the Q8_0 path); Q4_0 is unaffected.
+struct VnniWithoutCorrection : Avx512VnniCodes {
+  WB_TARGET_AVX512_VNNI static Ints Q8Pair(const unsigned char* a, const unsigned char* b, const Words* pair) {
+    const UBytes w = reinterpret_cast<UBytes>(Join(Load<Bytes32>(a), Load<Bytes32>(b)));
+    return DotBytes(Ints{}, w ^ 0x80, pair[0]);
+  }
+};
+WB_TARGET_AVX512_VNNI __attribute__((flatten)) void WrongBand(int T, const BlockQ8_0* xq, const QuantMatrix& W,
+                                                              float* y, Accumulate mode, int r0, int r1) {
+  MatmulQBand<VnniWithoutCorrection>(T, xq, W, y, mode, r0, r1);
+}
+
+// Another: AVX2 products with the activation's sign not taken from the weight (|w| x), the
+// slip ggml's sign trick exists to avoid.
+struct Avx2WithoutSign : Avx2Codes {
+  WB_TARGET_AVX2 static Ints8 Q8Block(const unsigned char* w, const int8_t* x) {
+    const __m256i wv = Load32(w);
+    return DotBytes(_mm256_sign_epi8(wv, wv), Load32(x));
+  }
+  WB_TARGET_AVX2 static Ints Q8Pair(const unsigned char* a, const unsigned char* b, const Words* pair) {
+    const int8_t* x = reinterpret_cast<const int8_t*>(&pair[0]);
+    return Join8(Q8Block(a, x), Q8Block(b, x + 32));
+  }
+};
+WB_TARGET_AVX2 __attribute__((flatten)) void WrongAvx2Band(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y,
+                                                           Accumulate mode, int r0, int r1) {
+  MatmulQBand<Avx2WithoutSign>(T, xq, W, y, mode, r0, r1);
+}
+}  // namespace
+
+TEST_CASE("a wrong fast version is caught by the same comparison") {
+  for (const BandVersion& v : kBandVersions) {
+    if (!v.supported()) continue;
+    if (std::string(v.name) == "avx512vnni") CHECK(Disagreements(WrongBand, "planted VNNI") > 0);
+    if (std::string(v.name) == "avx2") CHECK(Disagreements(WrongAvx2Band, "planted AVX2") > 0);
+  }
+}
+#endif

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""A student file that cheats the bench gets no figure, and a message that says why.
+
+Usage: bench_cheats_test.py WORKBOOK SOURCE_ROOT
+  WORKBOOK     the built runner
+  SOURCE_ROOT  the workbook's source tree (its solutions/ become a student's stages/ tree)
+
+The student's code is linked into the program that times it, so it can try two things:
+  - skip work once it is being timed: fused_block (stage 3) or quant_block (stage 4) that
+    stops working after its second call. It passes every check (each case calls it at most
+    twice in one process) and would time as near-free;
+  - replace the clock: a clock_gettime of its own, which every caller in the program would
+    take for the C library's, where a microsecond passes per reading.
+Each is planted in a copy of the solutions and benched; the bench must exit 1, print no
+table, and say which refusal it is (runner/stages/03-fused/bench_timing.h). The copy as it
+is, checked first, passes: so the cheats are what is refused.
+"""
+import os, shutil, subprocess, sys, tempfile
+
+SKIP_AFTER_TWO_CALLS = "  static int calls = 0;  // planted: works twice, then returns at once\n  if (++calls > 2) return;\n"
+FAKE_CLOCK = """
+#include <time.h>
+// planted: a clock of its own, a microsecond per reading, for every caller in the program
+extern "C" int clock_gettime(clockid_t, struct timespec* ts) {
+  static long long fake = 0;
+  fake += 1000;
+  ts->tv_sec = fake / 1000000000;
+  ts->tv_nsec = fake % 1000000000;
+  return 0;
+}
+"""
+SKIPPED = "the timed calls did not compute their output again"
+CLOCK = "disagreed with the system's"
+
+
+def tree_with(source, stage_dir, file, change):
+    tree = tempfile.mkdtemp(prefix="wb-cheat-")
+    shutil.copytree(os.path.join(source, "stages", stage_dir), os.path.join(tree, stage_dir))
+    path = os.path.join(tree, stage_dir, file)
+    text = open(os.path.join(source, "solutions", stage_dir, file)).read()
+    open(path, "w").write(change(text))
+    return tree
+
+
+def after_signature(function_line_end):
+    def change(text):
+        at = text.index(function_line_end) + len(function_line_end)
+        return text[:at] + SKIP_AFTER_TWO_CALLS + text[at:]
+    return change
+
+
+def main():
+    workbook, source = sys.argv[1], sys.argv[2]
+    failures = []
+    plants = [
+        ("3", "03-fused", "fused.cc", after_signature("float* norm2, float* hidden, float* output) {\n"), SKIPPED,
+         ["--tokens", "16"]),
+        ("3", "03-fused", "fused.cc", lambda text: text + FAKE_CLOCK, CLOCK, ["--tokens", "16"]),
+        ("4", "04-quant", "quant.cc", after_signature("float* hidden, BlockQ8_0* hiddenq, float* output) {\n"),
+         SKIPPED, []),
+    ]
+    for stage, stage_dir, file, change, expected, extra in plants:
+        tree = tree_with(source, stage_dir, file, change)
+        name = f"stage {stage}, {'fake clock' if expected == CLOCK else 'skipped work'}"
+        try:
+            checked = subprocess.run([workbook, "check", stage, "--stages-dir", tree], capture_output=True, text=True)
+            if checked.returncode != 0:
+                failures.append(f"{name}: the planted file should pass check {stage}, got {checked.returncode}:\n"
+                                f"{checked.stdout[-2000:]}")
+                continue
+            ran = subprocess.run([workbook, "bench", stage, "--stages-dir", tree, "--budget", "0.02"] + extra,
+                                 capture_output=True, text=True)
+            out = ran.stdout + ran.stderr
+            if ran.returncode != 1 or expected not in out:
+                failures.append(f"{name}: expected exit 1 and '{expected}', got {ran.returncode}:\n{out[-3000:]}")
+            elif f"Stage {stage} bench:" in ran.stdout:
+                failures.append(f"{name}: the bench printed its table as well as the refusal")
+        finally:
+            shutil.rmtree(tree, ignore_errors=True)
+    for f in failures:
+        print("FAIL", f)
+    print(f"bench_cheats_test: {len(plants) - len(failures)} of {len(plants)} cheats refused")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
