@@ -13,6 +13,7 @@
 #include "runner/generate/decoder_session.h"
 #include "runner/generate/program_support.h"
 #include "runner/harness/allocation_count.h"
+#include "runner/harness/trusted_clock.h"
 
 namespace wb::generate {
 
@@ -70,25 +71,39 @@ int RunBench(const GenerateSettings& s) {
 
     std::vector<double> prefillRates, decodeRates;
     uint64_t decodeAllocations = 0;
+    // Timed with the kernel's clock (runner/harness/trusted_clock.h), the C library's beside it:
+    // the decoder is linked into this program, and a clock_gettime of its own would replace
+    // the library's.
     using Clock = std::chrono::steady_clock;
+    double trustedTotal = 0, libraryTotal = 0;
+    auto timed = [&](const auto& call) {
+      const auto libraryStart = Clock::now();
+      const double start = harness::TrustedSeconds();
+      call();
+      const double took = harness::TrustedSeconds() - start;
+      libraryTotal += std::chrono::duration<double>(Clock::now() - libraryStart).count();
+      trustedTotal += took;
+      return took;
+    };
     for (int run = 0; run <= s.benchRepeats; ++run) {  // run 0 warms pages, caches and threads
       session.Reset();
-      const auto prefillStart = Clock::now();
-      std::span<const float> logits = session.Forward(prompt);
-      const double prefillSeconds = std::chrono::duration<double>(Clock::now() - prefillStart).count();
+      std::span<const float> logits;
+      const double prefillSeconds = timed([&] { logits = session.Forward(prompt); });
       if (logits.empty()) return Fail(1, DecoderProblem(s, session, 0, prompt.size()));
       double decodeSeconds = 0;
       for (int step = 0; step < s.benchDecode; ++step) {
         int32_t next = Argmax(logits);
         const int before = session.size();
         const uint64_t allocationsBefore = harness::AllocationsSoFar();
-        const auto stepStart = Clock::now();
-        logits = session.Forward(std::span<const int32_t>(&next, 1));
-        decodeSeconds += std::chrono::duration<double>(Clock::now() - stepStart).count();
+        decodeSeconds += timed([&] { logits = session.Forward(std::span<const int32_t>(&next, 1)); });
         if (run > 0) decodeAllocations += harness::AllocationsSoFar() - allocationsBefore;
         if (logits.empty()) return Fail(1, DecoderProblem(s, session, before, 1));
       }
       if (run == 0) continue;
+      if (!harness::ClocksAgree(trustedTotal, libraryTotal)) {
+        return Fail(1, "the program's clock (clock_gettime as the C library gives it) disagreed with the system's: "
+                       "no figure is printed when the clock the decoder sees is not the system's");
+      }
       prefillRates.push_back(s.benchPrefill / prefillSeconds);
       decodeRates.push_back(s.benchDecode / decodeSeconds);
     }

@@ -11,11 +11,14 @@ The student's code is linked into the program that times it, so it can try two t
     twice in one process) and would time as near-free;
   - replace the clock: a clock_gettime of its own, which every caller in the program would
     take for the C library's, where a microsecond passes per reading.
-Each is planted in a copy of the solutions and benched; the bench must exit 1, print no
+Each is planted in a copy of the solutions and benched (the clock in stages 2, 3 and 5,
+skipped work in stages 3 and 4, where the bench clears what each timed call writes; stage 5's
+logits are cleared before each call by generate's own check; stage 2's checks call decoder_step many times in one process, so
+there a file that counts calls fails its checks first); the bench must exit 1, print no
 table, and say which refusal it is (runner/stages/03-fused/bench_timing.h). The copy as it
 is, checked first, passes: so the cheats are what is refused.
 """
-import os, shutil, subprocess, sys, tempfile
+import os, re, shutil, subprocess, sys, tempfile
 
 SKIP_AFTER_TWO_CALLS = "  static int calls = 0;  // planted: works twice, then returns at once\n  if (++calls > 2) return;\n"
 FAKE_CLOCK = """
@@ -33,12 +36,27 @@ SKIPPED = "the timed calls did not compute their output again"
 CLOCK = "disagreed with the system's"
 
 
+def printed_figures(stage, stdout):
+    """Whether the bench printed figures: stage 2 streams a row per context length (a time and
+    a run count), stages 3 and 4 print their tables, headed "Stage N bench:", at the end."""
+    if stage == "2":
+        return re.search(r"^\s*\d+\s+[\d.]+ (ms|s|us|µs)\s+\d+", stdout, re.M) is not None
+    if stage == "5":
+        return re.search(r"model-q8_0\.gguf\s+\d+\s+[\d.]+ \(", stdout) is not None
+    return f"Stage {stage} bench:" in stdout
+
+
 def tree_with(source, stage_dir, file, change):
     tree = tempfile.mkdtemp(prefix="wb-cheat-")
     shutil.copytree(os.path.join(source, "stages", stage_dir), os.path.join(tree, stage_dir))
+    solution = os.path.join(source, "solutions", stage_dir)
+    for name in os.listdir(solution):  # every file of the solution (stage 5's decoder has parts)
+        shutil.copy(os.path.join(solution, name), os.path.join(tree, stage_dir, name))
     path = os.path.join(tree, stage_dir, file)
-    text = open(os.path.join(source, "solutions", stage_dir, file)).read()
-    open(path, "w").write(change(text))
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(change(text))
     return tree
 
 
@@ -53,11 +71,14 @@ def main():
     workbook, source = sys.argv[1], sys.argv[2]
     failures = []
     plants = [
+        ("2", "02-kv-cache", "decode.cc", lambda text: text + FAKE_CLOCK, CLOCK, ["--contexts", "64"]),
         ("3", "03-fused", "fused.cc", after_signature("float* norm2, float* hidden, float* output) {\n"), SKIPPED,
          ["--tokens", "16"]),
         ("3", "03-fused", "fused.cc", lambda text: text + FAKE_CLOCK, CLOCK, ["--tokens", "16"]),
         ("4", "04-quant", "quant.cc", after_signature("float* hidden, BlockQ8_0* hiddenq, float* output) {\n"),
          SKIPPED, []),
+        ("5", "05-decoder", "decoder.cc", lambda text: text + FAKE_CLOCK, CLOCK,
+         ["--mine", "--model", os.path.join(source, "data/models/kjv-llama-2m/model-q8_0.gguf")]),
     ]
     for stage, stage_dir, file, change, expected, extra in plants:
         tree = tree_with(source, stage_dir, file, change)
@@ -68,12 +89,13 @@ def main():
                 failures.append(f"{name}: the planted file should pass check {stage}, got {checked.returncode}:\n"
                                 f"{checked.stdout[-2000:]}")
                 continue
-            ran = subprocess.run([workbook, "bench", stage, "--stages-dir", tree, "--budget", "0.02"] + extra,
+            budget = [] if stage == "5" else ["--budget", "0.02"]  # bench 5's --budget is a count of runs
+            ran = subprocess.run([workbook, "bench", stage, "--stages-dir", tree] + budget + extra,
                                  capture_output=True, text=True)
             out = ran.stdout + ran.stderr
             if ran.returncode != 1 or expected not in out:
                 failures.append(f"{name}: expected exit 1 and '{expected}', got {ran.returncode}:\n{out[-3000:]}")
-            elif f"Stage {stage} bench:" in ran.stdout:
+            elif printed_figures(stage, ran.stdout):
                 failures.append(f"{name}: the bench printed its table as well as the refusal")
         finally:
             shutil.rmtree(tree, ignore_errors=True)

@@ -72,7 +72,7 @@ TEST_CASE("bench 4 --solutions prints every figure from one run, and draws them"
   const auto dir = Scratch("bench");
   const std::string svg = (dir / "decode.svg").string();
   const auto ran = Workbook("bench 4 --solutions --budget 0.01 --format json --plot " + Quote(svg));
-  REQUIRE(ran.status == 0);
+  REQUIRE_MESSAGE(ran.status == 0, ran.err);
   const json report = Parse(ran.out);  // stdout is the JSON alone
   CHECK(report["stage"] == 4);
   // The cache's size, and where it came from: here the test's override.

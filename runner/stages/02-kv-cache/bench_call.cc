@@ -6,12 +6,23 @@
 // Each figure is the median of its runs. A measurement repeats up to its run limit while
 // the next run is expected to end within the budget of its first one, and runs at least
 // once: a long recompute runs once, a decode step many times.
+//
+// As stage 3's bench does (runner/stages/03-fused/bench_timing.h), the clock is the kernel's,
+// read with a system call of the bench's own and checked against the C library's, and the
+// output rows of each timed call are cleared before it and compared with the first timed
+// call's after it: a refused measurement comes back with its run count set to the refusal's
+// code, and the driver prints no figure for it.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include "bench_call.h"
 #include "runner/harness/harness.h"
+#include "runner/harness/trusted_clock.h"
+#include "runner/stages/03-fused/bench_timing.h"
 #include "stage02_decode.h"
 
 namespace wb::harness {
@@ -23,17 +34,27 @@ struct Timing {
 };
 
 template <typename Run>
-Timing Measure(const Run& run, int maxRuns, double budgetSeconds) {
+Timing Measure(const Run& run, int maxRuns, double budgetSeconds, float* output, size_t outputCount) {
   std::vector<double> seconds;
-  double elapsed = 0;
+  std::vector<float> first;
+  double elapsed = 0, libraryElapsed = 0;
   while (static_cast<int>(seconds.size()) < maxRuns) {
-    const auto start = std::chrono::steady_clock::now();
+    std::fill(output, output + outputCount, std::numeric_limits<float>::quiet_NaN());
+    const auto libraryStart = std::chrono::steady_clock::now();
+    const double start = TrustedSeconds();
     run();
-    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double took = TrustedSeconds() - start;
+    libraryElapsed += std::chrono::duration<double>(std::chrono::steady_clock::now() - libraryStart).count();
+    if (first.empty()) {
+      first.assign(output, output + outputCount);
+    } else if (std::memcmp(first.data(), output, outputCount * sizeof(float)) != 0) {
+      return {0, stage03::kRecomputeFailed};
+    }
     seconds.push_back(took);
     elapsed += took;
     if (elapsed + took > budgetSeconds) break;
   }
+  if (!ClocksAgree(elapsed, libraryElapsed)) return {0, stage03::kClockDisagreed};
   std::sort(seconds.begin(), seconds.end());
   const size_t middle = seconds.size() / 2;
   const double median = seconds.size() % 2 == 1 ? seconds[middle] : (seconds[middle - 1] + seconds[middle]) / 2;
@@ -61,8 +82,9 @@ void CallStage(Region& region) {
   const float* newRow = x + static_cast<size_t>(context - 1) * D;
   region.BeginCall(0);
   step(1, context - 1, newRow);  // warm up: page in the weights and the cache
-  const Timing decode = Measure([&] { step(1, context - 1, newRow); }, 15, params.budgetSeconds);
-  const Timing recompute = Measure([&] { step(context, 0, x); }, 5, params.budgetSeconds);
+  const Timing decode = Measure([&] { step(1, context - 1, newRow); }, 15, params.budgetSeconds, out(L::kOutput), D);
+  const Timing recompute = Measure([&] { step(context, 0, x); }, 5, params.budgetSeconds, out(L::kOutput),
+                                   static_cast<size_t>(context) * D);
   region.EndCall();
   float* timings = out(L::kTimings);
   timings[0] = static_cast<float>(decode.medianSeconds);

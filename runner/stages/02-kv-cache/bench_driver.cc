@@ -11,6 +11,7 @@
 #include "runner/engine/case_verdict.h"
 #include "runner/engine/crash_description.h"
 #include "runner/isolation/shared_region.h"
+#include "runner/stages/03-fused/bench_timing.h"
 
 namespace wb::stage02 {
 namespace {
@@ -88,6 +89,13 @@ Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& o
       return 1;
     }
     const auto t = region.Floats<BenchLayout>(BenchLayout::kTimings);
+    for (const int runs : {1, 3}) {
+      const stage03::Timing refused{.median = 0, .fastest = 0, .slowest = 0, .runs = static_cast<int>(t[runs])};
+      if (const char* refusal = stage03::TimingRefusal(refused)) {
+        std::printf("%8d  %s: %s.\n", length, runs == 1 ? "decode step" : "recompute", refusal);
+        return 1;
+      }
+    }
     std::printf("%8d  %12s %5.0f  %12s %5.0f  %9.0fx\n", length, Duration(t[0]).c_str(), t[1], Duration(t[2]).c_str(),
                 t[3], t[2] / t[0]);
     std::fflush(stdout);

@@ -5,18 +5,16 @@
 //
 // The student's code is linked into the program that times it, so the timing must not take its
 // word for anything:
-//   - the clock is the kernel's, asked by a system call made here (TrustedSeconds): a function
-//     of the student's named clock_gettime would otherwise take the C library's place for every
-//     caller in the program; and the C library's clock is read beside it, so a program whose
-//     clock disagrees with the system's gets no figure (kClockDisagreed);
+//   - the clock is the kernel's (runner/harness/trusted_clock.h): a function of the student's
+//     named clock_gettime would otherwise take the C library's place for every caller in the
+//     program; and the C library's clock is read beside it, so a program whose clock
+//     disagrees with the system's gets no figure (kClockDisagreed);
 //   - with Evidence (what the timed code writes), the output is cleared before each timed run
 //     and must come back as the untimed first run wrote it: code that skips work once it is
 //     being timed gets no figure (kRecomputeFailed).
 // Either refusal comes back as a Timing whose runs is the refusal's code (TimingRefusal says it
 // in words); the drivers print no figure for it.
 #pragma once
-
-#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,6 +23,8 @@
 #include <cstring>
 #include <limits>
 #include <vector>
+
+#include "runner/harness/trusted_clock.h"
 
 namespace wb::stage03 {
 
@@ -46,26 +46,7 @@ struct Evidence {
   size_t count = 0;
 };
 
-// CLOCK_MONOTONIC straight from the kernel, past every symbol of the program.
-inline double TrustedSeconds() {
-  timespec ts{};
-#if defined(__x86_64__)
-  long result;
-  asm volatile("syscall"
-               : "=a"(result)
-               : "0"(228L /* SYS_clock_gettime */), "D"(static_cast<long>(CLOCK_MONOTONIC)), "S"(&ts)
-               : "rcx", "r11", "memory");
-  (void)result;
-#elif defined(__aarch64__)
-  register long number asm("x8") = 113;  // SYS_clock_gettime
-  register long clock asm("x0") = CLOCK_MONOTONIC;
-  register timespec* into asm("x1") = &ts;
-  asm volatile("svc 0" : "+r"(clock) : "r"(number), "r"(into) : "memory");
-#else
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // no direct call written for this architecture
-#endif
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+using harness::TrustedSeconds;
 
 // Words for a refused timing; nullptr for a timing that is a measurement.
 inline const char* TimingRefusal(const Timing& t) {
@@ -105,9 +86,7 @@ Timing Measure(const Run& run, double budgetSeconds, Evidence evidence = {}) {
   if (evidence.data != nullptr && std::memcmp(first.data(), evidence.data, evidence.count * sizeof(float)) != 0) {
     return {0, 0, 0, kRecomputeFailed};
   }
-  // The two clocks read the same runs a few hundred nanoseconds apart: beyond a tenth and a
-  // millisecond, one of them is not telling the time.
-  if (std::fabs(librarySpent - spent) > 0.1 * spent + 1e-3) return {0, 0, 0, kClockDisagreed};
+  if (!harness::ClocksAgree(spent, librarySpent)) return {0, 0, 0, kClockDisagreed};
   std::sort(seconds.begin(), seconds.end());
   const size_t n = seconds.size();
   const double median = n % 2 == 1 ? seconds[n / 2] : (seconds[n / 2 - 1] + seconds[n / 2]) / 2;
