@@ -263,4 +263,31 @@ Expected<ProgramOutput> RunJsonProgram(std::vector<std::string> argv, const std:
   return result;
 }
 
+namespace {
+std::string GoalFigure(double value, const std::string& unit) {
+  return unit == "%" ? fmt::format("{:.0f} %", value) : fmt::format("{:.2f}{}", value, unit);
+}
+}  // namespace
+
+void PrintGoals(const std::string& heading, const std::vector<SpeedGoal>& goals) {
+  if (goals.empty()) return;
+  size_t width = 4;
+  for (const SpeedGoal& g : goals) width = std::max(width, g.goal.size());
+  std::printf("\n%s\n", heading.c_str());
+  std::printf("  %-*s %10s %10s  %s\n", static_cast<int>(width), "goal", "this run", "at least", "");
+  for (const SpeedGoal& g : goals) {
+    std::printf("  %-*s %10s %10s  %s\n", static_cast<int>(width), g.goal.c_str(), GoalFigure(g.value, g.unit).c_str(),
+                GoalFigure(g.target, g.unit).c_str(), g.Met() ? "met" : "short");
+  }
+  std::fflush(stdout);
+}
+
+nlohmann::json GoalsJson(const std::vector<SpeedGoal>& goals) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const SpeedGoal& g : goals) {
+    out.push_back({{"goal", g.goal}, {"value", g.value}, {"target", g.target}, {"unit", g.unit}, {"met", g.Met()}});
+  }
+  return out;
+}
+
 }  // namespace wb

@@ -19,6 +19,11 @@
 // which of the vector extensions the kernels care about it has (from /proc/cpuinfo), the online
 // CPUs, the compiler that built the bench, and the UTC date and time.
 //
+// Speed goals: a bench states the goals its stage's solution was written to (the issue that set
+// them, in the lesson), each with the figure this run gave and whether it meets it. A goal is
+// "at least `target`" of a figure shown with `unit` ("%", "x"). PrintGoals() writes them as a
+// table under a heading; GoalsJson() as {"goal", "value", "target", "unit", "met"} objects.
+//
 // A figure's text: TextWidth() estimates how wide a line of text is drawn, 0.6 em a character
 // (more than sans-serif fonts take on average, so a box built from it holds the text), and
 // TextColourOn() is black or white, whichever contrasts more with a fill "#rrggbb" drawn at
@@ -60,6 +65,16 @@ uint64_t MemoryPassBytes(const CacheSize& cache);
 nlohmann::json MachineJson();
 
 std::string Mebibytes(uint64_t bytes);
+
+struct SpeedGoal {
+  std::string goal;  // "matmul qkv, T = 512, 1 thread: % of the FMA peak"
+  double value = 0;
+  double target = 0;  // met when value >= target
+  std::string unit;   // "%" or "x"
+  bool Met() const { return value >= target; }
+};
+void PrintGoals(const std::string& heading, const std::vector<SpeedGoal>& goals);
+nlohmann::json GoalsJson(const std::vector<SpeedGoal>& goals);
 
 Status CheckPlotWritable(const std::string& path);
 Status WritePlot(const std::string& path, const std::string& text);

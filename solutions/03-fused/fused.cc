@@ -12,24 +12,30 @@
 //                       x value feeds kTileColumns products, each W value kTileRows;
 //   3 MatmulVectorised  the same tile with 16-float vectors along `in` (both x's rows and
 //                       W's rows are contiguous there, so nothing needs packing);
-//   4 MatmulThreaded    version 3 on each thread's own band of output columns.
-// matmul is version MATMUL_VERSION (default 4); the bench builds and validates each one.
+//   4 MatmulThreaded    version 3 on each thread's own band of output columns;
+//   5 MatmulPacked      from kPackedMinRows rows on: W packed into panels of neighbouring
+//                       columns, k-major, and an outer-product micro-kernel whose vectors run
+//                       along the output row, so no sum is ever reduced across lanes.
+// matmul is version MATMUL_VERSION (default 5); the bench builds and validates each one.
 //
 // Every output element is one accumulator's dot product, summed in the same order whatever
 // the tile it falls in and whichever thread computes it: the results are bit-identical for
-// any thread count, and two runs always agree.
+// any thread count, and two runs always agree. (Versions 4 and 5 sum in different orders, but
+// which one runs depends on T alone.)
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include <omp.h>
 
 #include "stage03_fused.h"
 
 #ifndef MATMUL_VERSION
-#define MATMUL_VERSION 4
+#define MATMUL_VERSION 5
 #endif
 
 namespace {
@@ -249,6 +255,170 @@ Band ColumnBand(int out, int tileColumns, int thread, int threads) {
   }
 }
 
+// --- matmul, version 5: packed panels, an outer-product micro-kernel --------------------------
+// Versions 2-4 give each output its own vector of partial sums along `in` and pay a horizontal
+// sum per output. Turned the other way, one vector holds 16 neighbouring outputs of one row:
+//   y[r][c .. c+15] += x[r][k] * (W[c][k], W[c+1][k], ..., W[c+15][k])   for k = 0, 1, ...
+// one broadcast x value times one vector of W, an outer product of a column of x and a row of
+// W^T added into a kPanelRows x kPanelColumns block of y that lives in registers (the
+// micro-kernel of BLIS: Van Zee and van de Geijn, "BLIS: A Framework for Rapidly Instantiating
+// BLAS Functionality", ACM TOMS 41(3), 2015). Per step k it loads kPanelRows + kPanelVectors
+// values for kPanelRows * kPanelVectors multiply-adds, and each output is one lane's sum, in
+// order, written once at the end.
+//
+// W's k-th values of neighbouring columns are `in` floats apart, so W is packed first: a
+// panel of kPanelColumns columns becomes `in` runs of kPanelColumns contiguous floats (columns
+// past `out` are zeros). Packing reads each weight once and costs as much as one row of
+// outputs; it is amortised over the T rows that use the panel, which is why small T stays
+// with version 4. x is read where it lies: each of a micro-kernel's rows is one stream.
+//
+// The register budget decides the panel: with 32 AVX-512 registers, 12 rows x 2 vectors is 24
+// accumulators, 2 loaded vectors and 1 broadcast; where vectors are AVX2's (16 registers, a
+// 16-float vector is two of them) 6 rows x 1 vector is 12 + 2 + 1.
+#ifdef __AVX512F__
+constexpr int kPanelRows = 12;
+constexpr int kPanelVectors = 2;
+#else
+constexpr int kPanelRows = 6;
+constexpr int kPanelVectors = 1;
+#endif
+constexpr int kPanelColumns = kPanelVectors * kLanes;
+// From this many rows on, packing pays for itself: at the qkv shape on one Zen 5 core version
+// 4 was ahead at T = 16 (a 12-row panel is a third empty there) and version 5 from T = 24 on.
+constexpr int kPackedMinRows = 24;
+
+// A 16 x 16 block of floats transposed in registers: rows[i][l] becomes rows[l][i]. Four
+// rounds, each swapping the off-diagonal sub-blocks of size 8, 4, 2, 1 between row i and row
+// i + size: 64 two-vector shuffles for 256 values, where moving them one by one costs 256
+// stores.
+template <int Size, size_t... Lane>
+Vec LowerOfPair(Vec a, Vec b, std::index_sequence<Lane...>) {
+  return __builtin_shufflevector(a, b, ((Lane & Size) == 0 ? Lane : kLanes + Lane - Size)...);
+}
+template <int Size, size_t... Lane>
+Vec UpperOfPair(Vec a, Vec b, std::index_sequence<Lane...>) {
+  return __builtin_shufflevector(a, b, ((Lane & Size) == 0 ? Lane + Size : kLanes + Lane)...);
+}
+template <int Size>
+void SwapSubBlocks(Vec (&rows)[kLanes]) {
+  for (int i = 0; i < kLanes; ++i) {
+    if ((i & Size) != 0) continue;
+    const Vec a = rows[i];
+    const Vec b = rows[i + Size];
+    rows[i] = LowerOfPair<Size>(a, b, std::make_index_sequence<kLanes>{});
+    rows[i + Size] = UpperOfPair<Size>(a, b, std::make_index_sequence<kLanes>{});
+  }
+}
+void Transpose(Vec (&rows)[kLanes]) {
+  SwapSubBlocks<8>(rows);
+  SwapSubBlocks<4>(rows);
+  SwapSubBlocks<2>(rows);
+  SwapSubBlocks<1>(rows);
+}
+
+// Rows [0, columns) of W (each `in` floats) as `width` columns of a panel `stride` floats
+// wide, starting at column `first`: panel[k * stride + first + j] = W[j][k], and zeros for
+// columns <= j < width. Full panels go 16 x 16 blocks at a time through Transpose.
+void PackColumns(int in, const float* W, int columns, int width, float* panel, int stride, int first) {
+  int k = 0;
+  if (columns == width && width % kLanes == 0) {
+    for (; k + kLanes <= in; k += kLanes) {
+      for (int j = 0; j < width; j += kLanes) {
+        Vec block[kLanes];
+        for (int i = 0; i < kLanes; ++i) block[i] = Load(W + static_cast<size_t>(j + i) * in + k);
+        Transpose(block);
+        for (int i = 0; i < kLanes; ++i) Store(panel + (k + i) * stride + first + j, block[i]);
+      }
+    }
+  }
+  for (; k < in; ++k) {
+    for (int j = 0; j < width; ++j) panel[k * stride + first + j] = j < columns ? W[static_cast<size_t>(j) * in + k] : 0.0f;
+  }
+}
+
+// The Rows x (Vectors * 16) sums of Rows rows of x (xStride apart) with a packed panel of
+// Vectors * 16 columns, over k = 0 .. in - 1, in registers. Every row is read: the caller
+// passes a zero-padded copy for the last rows of x.
+template <int Rows, int Vectors>
+struct PanelSums {
+  Vec sum[Rows][Vectors];
+};
+template <int Rows, int Vectors>
+PanelSums<Rows, Vectors> SumPanel(int in, const float* x, size_t xStride, const float* panel) {
+  PanelSums<Rows, Vectors> s = {};
+  for (int k = 0; k < in; ++k) {
+    Vec w[Vectors];
+    for (int v = 0; v < Vectors; ++v) w[v] = Load(panel + (k * Vectors + v) * kLanes);
+    for (int r = 0; r < Rows; ++r) {
+      const float xk = x[r * xStride + k];
+      for (int v = 0; v < Vectors; ++v) s.sum[r][v] += xk * w[v];
+    }
+  }
+  return s;
+}
+
+// One thread's scratch: a packed panel and, for the last rows of x, a zero-padded copy of
+// kPanelRows rows. Kept between calls (per thread: OpenMP's threads live on), so a call
+// allocates only when a shape needs more than any call before it on that thread.
+struct PackedScratch {
+  std::vector<float> panel;
+  std::vector<float> lastRows;
+};
+PackedScratch& ThreadScratch(int in) {
+  static thread_local PackedScratch scratch;
+  const size_t floats = static_cast<size_t>(in) * std::max({kPanelColumns, 2 * kLanes, kPanelRows});
+  if (scratch.panel.size() < floats) scratch.panel.resize(floats);
+  if (scratch.lastRows.size() < floats) scratch.lastRows.resize(floats);
+  return scratch;
+}
+
+// Rows [r, r + rows) of x as `padded` rows: x itself when they all exist, else a copy with
+// zero rows after them.
+const float* RowsOfX(const float* x, int in, int r, int rows, int padded, std::vector<float>& lastRows) {
+  if (rows == padded) return x + static_cast<size_t>(r) * in;
+  std::fill(lastRows.begin(), lastRows.begin() + static_cast<size_t>(padded) * in, 0.0f);
+  std::copy(x + static_cast<size_t>(r) * in, x + static_cast<size_t>(r + rows) * in, lastRows.begin());
+  return lastRows.data();
+}
+
+// Columns [c0, c1) of y (c0 a multiple of kPanelColumns), on the calling thread: each panel of
+// W is packed once and then meets every row of x, staying in L1/L2 while x streams past.
+void MatmulPackedColumns(int T, int out, int in, const float* x, const float* W, float* y, Accumulate mode, int c0,
+                         int c1) {
+  PackedScratch& scratch = ThreadScratch(in);
+  for (int c = c0; c < c1; c += kPanelColumns) {
+    const int columns = std::min(kPanelColumns, c1 - c);
+    PackColumns(in, W + static_cast<size_t>(c) * in, columns, kPanelColumns, scratch.panel.data(), kPanelColumns, 0);
+    for (int r = 0; r < T; r += kPanelRows) {
+      const int rows = std::min(kPanelRows, T - r);
+      const auto s = SumPanel<kPanelRows, kPanelVectors>(in, RowsOfX(x, in, r, rows, kPanelRows, scratch.lastRows), in,
+                                                         scratch.panel.data());
+      for (int i = 0; i < rows; ++i) {
+        float* yRow = y + static_cast<size_t>(r + i) * out + c;
+        if (columns == kPanelColumns) {
+          for (int v = 0; v < kPanelVectors; ++v) {
+            float* dst = yRow + v * kLanes;
+            Store(dst, mode == Accumulate::kAdd ? Load(dst) + s.sum[i][v] : s.sum[i][v]);
+          }
+        } else {
+          for (int j = 0; j < columns; ++j) Deliver(yRow[j], s.sum[i][j / kLanes][j % kLanes], mode);
+        }
+      }
+    }
+  }
+}
+
+[[maybe_unused]] void MatmulPacked(int T, int out, int in, const float* x, const float* W, float* y, Accumulate mode,
+                                   int threads) {
+  if (T < kPackedMinRows) return MatmulThreaded(T, out, in, x, W, y, mode, threads);
+  if (threads <= 1) return MatmulPackedColumns(T, out, in, x, W, y, mode, 0, out);
+#pragma omp parallel num_threads(threads)
+  {
+    const Band band = ColumnBand(out, kPanelColumns, omp_get_thread_num(), omp_get_num_threads());
+    MatmulPackedColumns(T, out, in, x, W, y, mode, band.begin, band.end);
+  }
+}
+
 // --- SwiGLU: two matmuls and their epilogue in one pass ---------------------------------------
 // hidden[r][c] = SiLU(x row r . Wgate row c) * (x row r . Wup row c) for an R x C tile: the
 // gate and up sums of a tile are 2 * R * C vectors, combined as soon as they are reduced.
@@ -302,6 +472,49 @@ void SwiGluTile(int in, const float* x, const float* Wgate, const float* Wup, fl
 }
 
 constexpr int kSwiGluTileColumns = 2;  // 4 x 2 tiles: 16 sums, as many registers as matmul's
+
+// Columns [c0, c1) of hidden in SwiGluTiles, on the calling thread (T < kPackedMinRows).
+void SwiGluTiledColumns(int T, int out, int in, const float* x, const float* Wgate, const float* Wup, float* hidden,
+                        int c0, int c1) {
+  ForEachTile(T, c0, c1, kTileRows, kSwiGluTileColumns, [&](int r, int rows, int c, int columns) {
+    WithTileSize<kTileRows>(rows, [&](auto R) {
+      WithTileSize<kSwiGluTileColumns>(columns, [&](auto C) {
+        SwiGluTile<R, C>(in, x + static_cast<size_t>(r) * in, Wgate + static_cast<size_t>(c) * in,
+                         Wup + static_cast<size_t>(c) * in, hidden + static_cast<size_t>(r) * out + c, out);
+      });
+    });
+  });
+}
+
+// SwiGLU on version 5's micro-kernel, for T >= kPackedMinRows: a panel holds 16 columns of
+// Wgate and then the same 16 columns of Wup, so each row's two sum vectors are the gate and
+// up values of the same 16 outputs, lane for lane, and the epilogue is vector arithmetic.
+constexpr int kSwiGluPanelColumns = kLanes;                            // outputs per panel
+constexpr int kSwiGluPanelRows = kPanelRows * kPanelVectors / 2;       // the same registers
+void SwiGluPackedColumns(int T, int out, int in, const float* x, const float* Wgate, const float* Wup, float* hidden,
+                         int c0, int c1) {
+  PackedScratch& scratch = ThreadScratch(in);
+  for (int c = c0; c < c1; c += kSwiGluPanelColumns) {
+    const int columns = std::min(kSwiGluPanelColumns, c1 - c);
+    PackColumns(in, Wgate + static_cast<size_t>(c) * in, columns, kLanes, scratch.panel.data(), 2 * kLanes, 0);
+    PackColumns(in, Wup + static_cast<size_t>(c) * in, columns, kLanes, scratch.panel.data(), 2 * kLanes, kLanes);
+    for (int r = 0; r < T; r += kSwiGluPanelRows) {
+      const int rows = std::min(kSwiGluPanelRows, T - r);
+      const auto s = SumPanel<kSwiGluPanelRows, 2>(in, RowsOfX(x, in, r, rows, kSwiGluPanelRows, scratch.lastRows), in,
+                                                   scratch.panel.data());
+      for (int i = 0; i < rows; ++i) {
+        const Vec gate = s.sum[i][0];
+        const Vec product = gate / (1.0f + Exp(-gate)) * s.sum[i][1];
+        float* row = hidden + static_cast<size_t>(r + i) * out + c;
+        if (columns == kSwiGluPanelColumns) {
+          Store(row, product);
+        } else {
+          for (int j = 0; j < columns; ++j) row[j] = product[j];
+        }
+      }
+    }
+  }
+}
 
 // --- attention: key tiles with an online softmax ----------------------------------------------
 // Keys are visited kKeyTile at a time. Each tile's scores are computed first, then the
@@ -407,24 +620,29 @@ void matmul(int T, int out, int in, const float* x, const float* W, float* y, Ac
 #elif MATMUL_VERSION == 3
   (void)threads;
   MatmulVectorised(T, out, in, x, W, y, mode);
-#else
+#elif MATMUL_VERSION == 4
   MatmulThreaded(T, out, in, x, W, y, mode, threads);
+#else
+  MatmulPacked(T, out, in, x, W, y, mode, threads);
 #endif
 }
 
 void matmul_swiglu(int T, int out, int in, const float* x, const float* Wgate, const float* Wup, float* hidden,
                    int threads) {
+  const bool packed = T >= kPackedMinRows;
+  const int bandColumns = packed ? kSwiGluPanelColumns : kSwiGluTileColumns;
+  if (threads <= 1) {
+    if (packed) return SwiGluPackedColumns(T, out, in, x, Wgate, Wup, hidden, 0, out);
+    return SwiGluTiledColumns(T, out, in, x, Wgate, Wup, hidden, 0, out);
+  }
 #pragma omp parallel num_threads(threads)
   {
-    const Band band = ColumnBand(out, kSwiGluTileColumns, omp_get_thread_num(), omp_get_num_threads());
-    ForEachTile(T, band.begin, band.end, kTileRows, kSwiGluTileColumns, [&](int r, int rows, int c, int columns) {
-      WithTileSize<kTileRows>(rows, [&](auto R) {
-        WithTileSize<kSwiGluTileColumns>(columns, [&](auto C) {
-          SwiGluTile<R, C>(in, x + static_cast<size_t>(r) * in, Wgate + static_cast<size_t>(c) * in,
-                           Wup + static_cast<size_t>(c) * in, hidden + static_cast<size_t>(r) * out + c, out);
-        });
-      });
-    });
+    const Band band = ColumnBand(out, bandColumns, omp_get_thread_num(), omp_get_num_threads());
+    if (packed) {
+      SwiGluPackedColumns(T, out, in, x, Wgate, Wup, hidden, band.begin, band.end);
+    } else {
+      SwiGluTiledColumns(T, out, in, x, Wgate, Wup, hidden, band.begin, band.end);
+    }
   }
 }
 

@@ -244,8 +244,13 @@ struct VersionRow {
   std::vector<std::pair<int, Timing>> qkv;  // T -> the qkv matmul on one thread
 };
 
-const char* const kVersionNames[] = {"", "naive: one dot product per output", "tiled: 4 x 4 register tiles, scalar",
-                                     "vectorised: the tiles with 16-float vectors", "threaded: column bands per thread"};
+const char* const kVersionNames[] = {"",
+                                     "naive: one dot product per output",
+                                     "tiled: 4 x 4 register tiles, scalar",
+                                     "vectorised: the tiles with 16-float vectors",
+                                     "threaded: column bands per thread",
+                                     "packed: W in panels, outer-product kernel"};
+constexpr int kSolutionVersion = 5;  // the solution's own matmul; 1 .. 4 are built beside it
 
 double PeakFor(const Machine& m, int threads) { return m.peak[std::min(threads, 2) - 1]; }
 // How far above the probe's FMA peak a figure may lie before it is refused. The probe and the
@@ -254,6 +259,37 @@ double PeakFor(const Machine& m, int threads) { return m.peak[std::min(threads, 
 // a figure ten times that is refused (skipped work and a replaced clock give thousands).
 constexpr double kBeyondRoof = 10;
 double Roof(const Machine& m) { return std::max(m.peak[0], m.peak[1]); }
+
+// The goals stage 3's solution was written to, at T = 512 (none when T = 512 was not timed):
+// the qkv matmul on one thread at 70 % of the FMA peak and as fast as OpenBLAS at its best,
+// the block as fast as the OpenBLAS-built block and 30x stage 1, and 1.7x on two threads.
+std::vector<SpeedGoal> Goals(const Machine& m, const std::vector<Row>& rows) {
+  const Row* qkv = nullptr;
+  const Row* block = nullptr;
+  const Row* block2 = nullptr;
+  for (const Row& r : rows) {
+    if (r.T != 512) continue;
+    if (r.threads == 1 && r.kernel == "matmul qkv") qkv = &r;
+    if (r.threads == 1 && r.kernel == "fused_block") block = &r;
+    if (r.threads == 2 && r.kernel == "fused_block") block2 = &r;
+  }
+  std::vector<SpeedGoal> goals;
+  if (qkv != nullptr) {
+    goals.push_back({"matmul qkv, T = 512, 1 thread: share of the FMA peak", 100.0 * qkv->Gflops() / PeakFor(m, 1), 70, "%"});
+    goals.push_back({"matmul qkv, T = 512, 1 thread: x OpenBLAS", qkv->openBlasSeconds / qkv->student.median, 1.0, "x"});
+  }
+  if (block != nullptr) {
+    goals.push_back({"fused_block, T = 512, 1 thread: x the OpenBLAS block", block->openBlasSeconds / block->student.median,
+                     1.0, "x"});
+    if (block->stageOneSeconds > 0) {
+      goals.push_back({"fused_block, T = 512, 1 thread: x stage 1", block->stageOneSeconds / block->student.median, 30, "x"});
+    }
+  }
+  if (block != nullptr && block2 != nullptr) {
+    goals.push_back({"fused_block, T = 512: 2 threads over 1", block2->Gflops() / block->Gflops(), 1.7, "x"});
+  }
+  return goals;
+}
 
 void PrintText(const Machine& m, const std::vector<Row>& rows, const std::vector<VersionRow>& versions,
                const BenchOptions& o) {
@@ -299,6 +335,9 @@ void PrintText(const Machine& m, const std::vector<Row>& rows, const std::vector
       std::printf("\n");
     }
   }
+  PrintGoals(o.solutions ? "The solution's goals, in this run:"
+                         : "The goals the solution was written to, with your figures (0.5x the solution is fast):",
+             Goals(m, rows));
   std::fflush(stdout);
 }
 
@@ -331,6 +370,7 @@ json ToJson(const Machine& m, const std::vector<Row>& rows, const std::vector<Ve
                             {"openblas_seconds", r.openBlasSeconds},
                             {"ratio_to_openblas", r.openBlasSeconds / r.student.median}});
   }
+  root["goals"] = GoalsJson(Goals(m, rows));
   root["versions"] = json::array();
   for (const VersionRow& v : versions) {
     json times = json::array();
@@ -755,12 +795,14 @@ Expected<int> RunFusedBench(const PackedWeights& weights, const BenchOptions& o,
   // The solution's versions, each validated before it is timed.
   std::vector<VersionRow> versions;
   if (o.solutions) {
-    const char* const checks[] = {WB_STAGE03_MATMUL_V1_CHECK, WB_STAGE03_MATMUL_V2_CHECK, WB_STAGE03_MATMUL_V3_CHECK};
-    const char* const benches[] = {WB_STAGE03_MATMUL_V1_BENCH, WB_STAGE03_MATMUL_V2_BENCH, WB_STAGE03_MATMUL_V3_BENCH};
-    for (int v = 1; v <= 4; ++v) {
+    const char* const checks[] = {WB_STAGE03_MATMUL_V1_CHECK, WB_STAGE03_MATMUL_V2_CHECK, WB_STAGE03_MATMUL_V3_CHECK,
+                                  WB_STAGE03_MATMUL_V4_CHECK};
+    const char* const benches[] = {WB_STAGE03_MATMUL_V1_BENCH, WB_STAGE03_MATMUL_V2_BENCH, WB_STAGE03_MATMUL_V3_BENCH,
+                                   WB_STAGE03_MATMUL_V4_BENCH};
+    for (int v = 1; v <= kSolutionVersion; ++v) {
       VersionRow row{.version = v, .name = kVersionNames[v], .valid = false, .verdict = "", .qkv = {}};
       note(fmt::format("bench: the solution's matmul version {} ({}) ...", v, row.name));
-      if (v < 4) {
+      if (v < kSolutionVersion) {
         CheckOptions check;
         check.stage = 3;
         check.harness = checks[v - 1];
@@ -777,7 +819,7 @@ Expected<int> RunFusedBench(const PackedWeights& weights, const BenchOptions& o,
       }
       if (row.valid) {
         for (int T : tokens) {
-          if (v < 4) {
+          if (v < kSolutionVersion) {
             auto child = RunBenchChild(benches[v - 1], weights, T, 1, budget, context);
             if (!child.ok()) return child.error();
             if (!child->failure.empty()) return InternalError("a solution version failed while timed: " + child->failure);
