@@ -108,7 +108,8 @@ Expected<Tokenizer> Tokenizer::FromGguf(const GgufFile& file) {
     auto known = PreTokenizerFromGgufName(*pre);
     if (!known) {
       return BadData(fmt::format("{}: tokenizer.ggml.pre '{}' is a pre-tokenizer the workbook does not know (it "
-                                 "knows gpt-2, llama3/llama-bpe, qwen2, smollm, default and their llama.cpp aliases)",
+                                 "knows gpt-2, llama3/llama-bpe, qwen2, qwen35, tekken, smollm, default and their "
+                                 "llama.cpp aliases)",
                                  name, *pre));
     }
     v.pre = known->kind;
@@ -139,6 +140,10 @@ Expected<Tokenizer> Tokenizer::FromGguf(const GgufFile& file) {
   if (eot) v.extraEndOfGeneration.push_back(*eot);
   if (eom) v.extraEndOfGeneration.push_back(*eom);
 
+  // tokenizer.ggml.add_bos_token / add_eos_token decide; absent, llama.cpp's defaults for the
+  // vocabulary type apply (llama_vocab::impl::load, src/llama-vocab.cpp: SentencePiece adds BOS
+  // and no EOS; byte-level BPE adds BOS only for the pre-tokenizers whose group sets add_bos,
+  // llama3/llama-bpe and tekken among those read here).
   auto addBos = file.GetBoolOr("tokenizer.ggml.add_bos_token", v.addBos);
   if (!addBos.ok()) return addBos.error();
   v.addBos = *addBos;

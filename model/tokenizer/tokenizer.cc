@@ -190,7 +190,10 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool addSpecial, b
   if (addSpecial && v.addBos && v.bos) out.push_back(*v.bos);
 
   bool afterSpecial = true;  // llama.cpp: the space prefix goes at the start and after each special token
-  const auto encodeText = [&](std::string_view fragment) {
+  const auto encodeText = [&](std::string_view raw) {
+    // HF tokenizers normalizes each text between added tokens (AddedVocabulary's split).
+    const std::string normalized = v.normalizers.empty() ? std::string() : ApplyNormalizers(v.normalizers, raw);
+    const std::string_view fragment = v.normalizers.empty() ? raw : std::string_view(normalized);
     if (fragment.empty()) return;
     if (v.kind == TokenizerKind::kByteLevelBpe) {
       for (std::string_view piece : PreTokenize(v.pre, fragment)) EncodeBytePiece(v, piece, out);

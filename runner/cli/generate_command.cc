@@ -85,6 +85,7 @@ Expected<GenerateBinary> GenerateProgram(const GenerateChoice& choice) {
   generateBuild.harnessLibrary = WB_GENERATE_LIBRARY;
   generateBuild.mineKernelsHarnessLibrary = WB_GENERATE_MINE_KERNELS_LIBRARY;
   generateBuild.solutionHarness = WB_GENERATE_SOLUTION;
+  generateBuild.childLinkArgs += std::string(" ") + WB_GENERATE_EXTRA_LINK_ARGS;  // the tokenizers' ICU
   auto impl = PrepareImplementation(o, *stage, generateBuild, paths);
   if (!impl.ok()) return impl.error();
   const std::string who = choice.mine ? "your decoder (stages/05-decoder)" : "the solution's decoder (solutions/05-decoder)";
