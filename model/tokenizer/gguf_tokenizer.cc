@@ -125,11 +125,11 @@ Expected<Tokenizer> Tokenizer::FromGguf(const GgufFile& file) {
 
   // Ids. llama.cpp's SentencePiece defaults are bos 1, eos 2, unk 0; byte-level BPE has none here.
   const auto defaultId = [&](int32_t id) { return spm && static_cast<size_t>(id) < n ? std::optional(id) : std::nullopt; };
-  std::optional<int32_t> pad, eot, eom;
+  std::optional<int32_t> eot, eom;
   for (auto [key, fallback, id] : {std::tuple{"tokenizer.ggml.bos_token_id", defaultId(1), &v.bos},
                                    std::tuple{"tokenizer.ggml.eos_token_id", defaultId(2), &v.eos},
                                    std::tuple{"tokenizer.ggml.unknown_token_id", defaultId(0), &v.unk},
-                                   std::tuple{"tokenizer.ggml.padding_token_id", std::optional<int32_t>(), &pad},
+                                   std::tuple{"tokenizer.ggml.padding_token_id", std::optional<int32_t>(), &v.pad},
                                    std::tuple{"tokenizer.ggml.eot_token_id", std::optional<int32_t>(), &eot},
                                    std::tuple{"tokenizer.ggml.eom_token_id", std::optional<int32_t>(), &eom}}) {
     if (Status s = ReadId(file, key, fallback, *id); !s.ok()) return s.error();

@@ -327,8 +327,7 @@ Expected<Tokenizer> Tokenizer::FromHfFolder(const std::string& folder) {
     return Status::Ok();
   };
   for (auto it = vocab->begin(); it != vocab->end(); ++it) {
-    const TokenType t = ByteOfByteToken(it.key()) >= 0 ? TokenType::kByte : TokenType::kNormal;
-    if (Status s = place(it.key(), it.value(), t, false); !s.ok()) return s.error();
+    if (Status s = place(it.key(), it.value(), TokenType::kNormal, false); !s.ok()) return s.error();
   }
   if (added != nullptr) {
     for (const json& a : *added) {
@@ -406,6 +405,9 @@ Expected<Tokenizer> Tokenizer::FromHfFolder(const std::string& folder) {
                                          : scheme != "never");
     });
     v.addSpacePrefix = prefix;
+    for (size_t id = 0; id < v.tokens.size(); ++id) {  // "<0xXX>" is a byte token only here
+      if (v.types[id] == TokenType::kNormal && ByteOfByteToken(v.tokens[id]) >= 0) v.types[id] = TokenType::kByte;
+    }
     std::erase_if(steps, [&](const NormalizerStep& n) { return isPrependMark(n) || isSpaceToMark(n); });
   } else if (byteLevel) {
     v.kind = TokenizerKind::kByteLevelBpe;
@@ -434,7 +436,11 @@ Expected<Tokenizer> Tokenizer::FromHfFolder(const std::string& folder) {
   if (!unk.empty()) {
     v.unk = idOf(unk);
     if (!v.unk) return BadData(fmt::format("{}: model.unk_token '{}' is not in the vocabulary", path, unk));
-    if (v.types[*v.unk] == TokenType::kNormal) v.types[*v.unk] = TokenType::kUnknown;
+    // The unknown token, listed among the special added tokens too, is typed as SentencePiece
+    // and GGUF type it (LLAMA_TOKEN_TYPE_UNKNOWN).
+    if (v.types[*v.unk] == TokenType::kNormal || v.types[*v.unk] == TokenType::kControl) {
+      v.types[*v.unk] = TokenType::kUnknown;
+    }
   }
 
   // BOS and EOS. The post-processor decides what encoding adds (HF tokenizers applies it with
@@ -470,6 +476,9 @@ Expected<Tokenizer> Tokenizer::FromHfFolder(const std::string& folder) {
     if (!config.ok()) return config.error();
     for (auto [key, text] : {std::pair{"bos_token", &bosText}, std::pair{"eos_token", &eosText}}) {
       *text = TokenContent(Member(*config, key));
+    }
+    if (const std::string padText = TokenContent(Member(*config, "pad_token")); !padText.empty()) {
+      v.pad = idOf(padText);  // a pad token the vocabulary lacks is left out, as transformers pads without one
     }
     for (auto [key, flag] : {std::pair{"add_bos_token", &v.addBos}, std::pair{"add_eos_token", &v.addEos}}) {
       const json* value = Member(*config, key);

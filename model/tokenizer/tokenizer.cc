@@ -304,6 +304,7 @@ bool Tokenizer::IsEndOfGeneration(int32_t id) const {
 const std::string& Tokenizer::ChatTemplate() const { return v_->chatTemplate; }
 TokenizerKind Tokenizer::kind() const { return v_->kind; }
 const std::string& Tokenizer::preTokenizer() const { return v_->preName; }
+const std::string& Tokenizer::Normalizers() const { return v_->normalizerText; }
 
 const std::string& Tokenizer::TokenText(int32_t id) const {
   static const std::string kEmpty;

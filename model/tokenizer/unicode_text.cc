@@ -213,17 +213,29 @@ std::string Normalize(std::string_view text, NormalizationForm form) {
 }
 
 std::string ToLower(std::string_view text) {
-  return ForEachWellFormedRun(text, [&](std::string_view run) {
-    return ThroughUtf16(run, [&](const std::u16string& in) {
-      std::u16string out(in.size() * 3 + 1, u'\0');  // a full lower-case mapping is at most 3 code units
-      UErrorCode s = U_ZERO_ERROR;
-      const int32_t n = u_strToLower(out.data(), static_cast<int32_t>(out.size()), in.data(),
-                                     static_cast<int32_t>(in.size()), "", &s);
-      if (U_FAILURE(s)) return in;
-      out.resize(static_cast<size_t>(n));
-      return out;
-    });
-  });
+  // One character at a time: HF's Lowercase maps each char by itself (Rust's char::to_lowercase,
+  // full mappings such as U+0130 -> "i\u0307", no final-sigma context).
+  std::string out;
+  out.reserve(text.size());
+  for (const TextChar& c : DecodeUtf8Lenient(text)) {
+    const std::string_view one = text.substr(c.offset, c.length);
+    if (c.codePoint < 0x80) {
+      out += static_cast<char>(c.codePoint >= 'A' && c.codePoint <= 'Z' ? c.codePoint + 32 : c.codePoint);
+    } else if (c.codePoint == kInvalidCodePoint) {
+      out += one;
+    } else {
+      out += ThroughUtf16(one, [](const std::u16string& in) {
+        std::u16string lower(8, u'\0');  // a full lower-case mapping is at most 3 code points
+        UErrorCode s = U_ZERO_ERROR;
+        const int32_t n = u_strToLower(lower.data(), static_cast<int32_t>(lower.size()), in.data(),
+                                       static_cast<int32_t>(in.size()), "", &s);
+        if (U_FAILURE(s)) return in;
+        lower.resize(static_cast<size_t>(n));
+        return lower;
+      });
+    }
+  }
+  return out;
 }
 
 std::optional<size_t> FirstInvalidUtf8Byte(std::string_view text) {

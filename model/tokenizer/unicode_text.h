@@ -10,8 +10,9 @@
 // property. The data is ICU's (u_charType, u_hasBinaryProperty; UnicodeVersion() names the
 // Unicode version of the ICU the workbook is linked with).
 // Normalize applies a Unicode normalization form (UAX #15) to each well-formed run of the text;
-// bytes that are not UTF-8 pass through unchanged. ToLower is the full Unicode lower-case
-// mapping (ICU's u_strToLower with the root locale, as Rust's char::to_lowercase), likewise.
+// bytes that are not UTF-8 pass through unchanged. ToLower maps each character by itself to its
+// full Unicode lower case (ICU's u_strToLower, root locale, one character at a time: Rust's
+// char::to_lowercase, which HF's Lowercase uses; no final-sigma rule), likewise.
 #pragma once
 
 #include <array>

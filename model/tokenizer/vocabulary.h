@@ -54,7 +54,7 @@ struct Vocabulary {
   std::string normalizerText;                        // "NFC", "none", ... for messages
   bool addBos = false;
   bool addEos = false;
-  std::optional<int32_t> bos, eos, unk;
+  std::optional<int32_t> bos, eos, unk, pad;
   std::vector<int32_t> extraEndOfGeneration;        // GGUF eot/eom ids
   std::string chatTemplate;
 
