@@ -108,7 +108,8 @@ Expected<Tokenizer> Tokenizer::FromGguf(const GgufFile& file) {
     auto known = PreTokenizerFromGgufName(*pre);
     if (!known) {
       return BadData(fmt::format("{}: tokenizer.ggml.pre '{}' is a pre-tokenizer the workbook does not know (it "
-                                 "knows gpt-2, llama3/llama-bpe, qwen2, smollm, default and their llama.cpp aliases)",
+                                 "knows gpt-2, llama3/llama-bpe, qwen2, qwen35, tekken, smollm, default and their "
+                                 "llama.cpp aliases)",
                                  name, *pre));
     }
     v.pre = known->kind;
@@ -124,11 +125,11 @@ Expected<Tokenizer> Tokenizer::FromGguf(const GgufFile& file) {
 
   // Ids. llama.cpp's SentencePiece defaults are bos 1, eos 2, unk 0; byte-level BPE has none here.
   const auto defaultId = [&](int32_t id) { return spm && static_cast<size_t>(id) < n ? std::optional(id) : std::nullopt; };
-  std::optional<int32_t> pad, eot, eom;
+  std::optional<int32_t> eot, eom;
   for (auto [key, fallback, id] : {std::tuple{"tokenizer.ggml.bos_token_id", defaultId(1), &v.bos},
                                    std::tuple{"tokenizer.ggml.eos_token_id", defaultId(2), &v.eos},
                                    std::tuple{"tokenizer.ggml.unknown_token_id", defaultId(0), &v.unk},
-                                   std::tuple{"tokenizer.ggml.padding_token_id", std::optional<int32_t>(), &pad},
+                                   std::tuple{"tokenizer.ggml.padding_token_id", std::optional<int32_t>(), &v.pad},
                                    std::tuple{"tokenizer.ggml.eot_token_id", std::optional<int32_t>(), &eot},
                                    std::tuple{"tokenizer.ggml.eom_token_id", std::optional<int32_t>(), &eom}}) {
     if (Status s = ReadId(file, key, fallback, *id); !s.ok()) return s.error();
@@ -139,6 +140,10 @@ Expected<Tokenizer> Tokenizer::FromGguf(const GgufFile& file) {
   if (eot) v.extraEndOfGeneration.push_back(*eot);
   if (eom) v.extraEndOfGeneration.push_back(*eom);
 
+  // tokenizer.ggml.add_bos_token / add_eos_token decide; absent, llama.cpp's defaults for the
+  // vocabulary type apply (llama_vocab::impl::load, src/llama-vocab.cpp: SentencePiece adds BOS
+  // and no EOS; byte-level BPE adds BOS only for the pre-tokenizers whose group sets add_bos,
+  // llama3/llama-bpe and tekken among those read here).
   auto addBos = file.GetBoolOr("tokenizer.ggml.add_bos_token", v.addBos);
   if (!addBos.ok()) return addBos.error();
   v.addBos = *addBos;

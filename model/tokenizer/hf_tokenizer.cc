@@ -1,7 +1,9 @@
 // Tokenizer::FromHfFolder: tokenizer.json (HF tokenizers' serialisation: model, added_tokens,
 // normalizer, pre_tokenizer, post_processor, decoder) and tokenizer_config.json
 // (transformers' PreTrainedTokenizer settings).
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -20,13 +22,55 @@ using nlohmann::json;
 
 constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // "▁"
 
+// Where a JSON text is not UTF-8 (RFC 8259 requires it, and nlohmann's parser refuses it):
+// the byte, its line, the string it is in and, for a "token": id entry of model.vocab, the id.
+std::string DescribeInvalidUtf8(const std::string& text, size_t offset) {
+  size_t line = 1, lineStart = 0;
+  for (size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') ++line, lineStart = i + 1;
+  }
+  size_t open = text.rfind('"', offset);
+  while (open != std::string::npos && open > 0 && text[open - 1] == '\\') open = text.rfind('"', open - 1);
+  std::string where = fmt::format("byte {} (line {}, column {}) is 0x{:02X}, not UTF-8", offset, line,
+                                  offset - lineStart + 1, static_cast<unsigned char>(text[offset]));
+  if (open == std::string::npos) return where;
+  std::string before = text.substr(open + 1, offset - open - 1);
+  for (char& c : before) {
+    if (static_cast<unsigned char>(c) >= 0x80) c = '?';
+  }
+  where += fmt::format(", in the string that begins \"{}\"", before);
+  // "text": 123 is a vocabulary entry: name its id, the token's index.
+  size_t close = text.find('"', offset);
+  if (close != std::string::npos) {
+    size_t i = close + 1;
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) ++i;
+    if (i < text.size() && text[i] == ':') {
+      ++i;
+      while (i < text.size() && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) ++i;
+      size_t digits = i;
+      while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+      if (digits > i && digits < text.size() && (text[digits] == ',' || text[digits] == '}' || text[digits] == ' ' ||
+                                                 text[digits] == '\n' || text[digits] == '\r')) {
+        where += fmt::format(" (the vocabulary token with id {})", text.substr(i, digits - i));
+      }
+    }
+  }
+  return where;
+}
+
 Expected<json> ReadJson(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return BadUsage(fmt::format("{}: cannot be opened", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  json root = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) return BadData(fmt::format("{}: is not valid JSON", path));
+  std::ostringstream stream;
+  stream << in.rdbuf();
+  const std::string text = stream.str();
+  json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) {
+    if (auto bad = FirstInvalidUtf8Byte(text)) {
+      return BadData(fmt::format("{}: is not valid JSON: {}", path, DescribeInvalidUtf8(text, *bad)));
+    }
+    return BadData(fmt::format("{}: is not valid JSON", path));
+  }
   if (!root.is_object()) return BadData(fmt::format("{}: is not a JSON object", path));
   return root;
 }
@@ -93,12 +137,14 @@ Expected<PreTokenizerKind> ByteLevelPreTokenizer(const std::string& file, const 
       if (pattern == Gpt2Pattern()) return PreTokenizerKind::kGpt2;
       if (pattern == Llama3Pattern()) return PreTokenizerKind::kLlama3;
       if (pattern == Qwen2Pattern()) return PreTokenizerKind::kQwen2;
+      if (pattern == Qwen35Pattern()) return PreTokenizerKind::kQwen35;
+      if (pattern == TekkenPattern()) return PreTokenizerKind::kTekken;
     }
   }
   std::string described;
   for (size_t i = 0; i < types.size(); ++i) described += (i ? ", " : "") + (types[i].empty() ? "?" : types[i]);
   return BadData(fmt::format("{}: pre_tokenizer [{}]{} is not one the workbook knows (it knows ByteLevel, "
-                             "Digits+ByteLevel, and Split with the GPT-2, Llama 3 or Qwen2 pattern + ByteLevel)",
+                             "Digits+ByteLevel, and Split with the GPT-2, Llama 3, Qwen2, Qwen3.5 or Tekken pattern + ByteLevel)",
                              file, described, pattern.empty() ? "" : fmt::format(" with pattern '{}'", pattern)));
 }
 
@@ -109,20 +155,134 @@ std::string TokenContent(const json* value) {
   return StringMember(*value, "content");
 }
 
-// The first and last special tokens of a TemplateProcessing's "single" template: what
-// transformers adds around one sequence when the config does not say.
-void TemplateEnds(const json* postProcessor, std::string& first, std::string& last) {
-  ForEachPart(postProcessor, "processors", [&](const json& part) {
-    if (StringMember(part, "type") != "TemplateProcessing") return;
-    const json* single = Member(part, "single");
-    if (single == nullptr || !single->is_array() || single->empty()) return;
-    const auto special = [](const json& item) {
-      const json* s = Member(item, "SpecialToken");
-      return s != nullptr ? StringMember(*s, "id") : std::string();
-    };
-    first = special(single->front());
-    last = single->size() > 1 ? special(single->back()) : std::string();
-  });
+// tokenizer.json's normalizer as steps (normalizer.h); a type the workbook does not apply is
+// refused by name. Types and fields as HF tokenizers serialises them (normalizers/mod.rs).
+Status ReadNormalizers(const std::string& file, const json* component, std::vector<NormalizerStep>& steps) {
+  if (component == nullptr) return Status::Ok();
+  const std::string type = StringMember(*component, "type");
+  const auto flag = [&](const char* key, bool fallback) {
+    const json* m = Member(*component, key);
+    return m != nullptr && m->is_boolean() ? m->get<bool>() : fallback;
+  };
+  using Kind = NormalizerStep::Kind;
+  NormalizerStep step;
+  if (type == "Sequence") {
+    const json* parts = Member(*component, "normalizers");
+    if (parts == nullptr || !parts->is_array()) {
+      return BadData(fmt::format("{}: normalizer Sequence without a \"normalizers\" list", file));
+    }
+    for (const json& part : *parts) {
+      if (Status s = ReadNormalizers(file, &part, steps); !s.ok()) return s;
+    }
+    return Status::Ok();
+  } else if (type == "NFC") {
+    step.kind = Kind::kNfc;
+  } else if (type == "NFD") {
+    step.kind = Kind::kNfd;
+  } else if (type == "NFKC") {
+    step.kind = Kind::kNfkc;
+  } else if (type == "NFKD") {
+    step.kind = Kind::kNfkd;
+  } else if (type == "Lowercase") {
+    step.kind = Kind::kLowercase;
+  } else if (type == "Prepend") {
+    step.kind = Kind::kPrepend;
+    step.content = StringMember(*component, "prepend");
+  } else if (type == "Strip") {
+    step.kind = Kind::kStrip;
+    step.left = flag("strip_left", true);
+    step.right = flag("strip_right", true);
+  } else if (type == "Replace") {
+    step.kind = Kind::kReplace;
+    const json* pattern = Member(*component, "pattern");
+    const json* content = Member(*component, "content");
+    if (pattern == nullptr || Member(*pattern, "String") == nullptr || content == nullptr || !content->is_string()) {
+      const std::string regex = pattern != nullptr ? StringMember(*pattern, "Regex") : "";
+      return BadData(fmt::format("{}: normalizer Replace{} is not supported (the workbook replaces literal strings)",
+                                 file, regex.empty() ? "" : fmt::format(" with the regex pattern '{}'", regex)));
+    }
+    step.pattern = StringMember(*pattern, "String");
+    step.content = content->get<std::string>();
+  } else {
+    return BadData(fmt::format("{}: normalizer '{}' is not one the workbook applies (it applies NFC, NFD, NFKC, "
+                               "NFKD, Lowercase, Replace, Prepend, Strip and Sequence)",
+                               file, type.empty() ? "?" : type));
+  }
+  steps.push_back(step);
+  return Status::Ok();
+}
+
+// The special tokens a post-processor puts around one sequence (HF tokenizers' PostProcessor
+// with add_special_tokens, processors/): TemplateProcessing's "single" template, the "cls"
+// and "sep" of RobertaProcessing and BertProcessing, nothing for ByteLevel, each part's in
+// order for a Sequence. Another type is refused by name.
+struct AddedAround {
+  std::vector<int32_t> before, after;
+};
+
+Status ReadPostProcessor(const std::string& file, const json* component,
+                         const std::function<std::optional<int32_t>(const std::string&)>& idOf, AddedAround& added) {
+  if (component == nullptr) return Status::Ok();
+  const std::string type = StringMember(*component, "type");
+  if (type == "Sequence") {
+    const json* parts = Member(*component, "processors");
+    if (parts == nullptr || !parts->is_array()) {
+      return BadData(fmt::format("{}: post_processor Sequence without a \"processors\" list", file));
+    }
+    for (const json& part : *parts) {
+      if (Status s = ReadPostProcessor(file, &part, idOf, added); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+  if (type == "ByteLevel") return Status::Ok();  // offsets only
+  if (type == "RobertaProcessing" || type == "BertProcessing") {
+    // "cls": ["<s>", 0], "sep": ["</s>", 2]: cls $A sep.
+    for (auto [key, list] : {std::pair{"cls", &added.before}, std::pair{"sep", &added.after}}) {
+      const json* pair = Member(*component, key);
+      if (pair == nullptr || !pair->is_array() || pair->size() != 2 || !(*pair)[1].is_number_integer()) {
+        return BadData(fmt::format("{}: post_processor {} has no [\"token\", id] \"{}\"", file, type, key));
+      }
+      list->push_back((*pair)[1].get<int32_t>());
+    }
+    return Status::Ok();
+  }
+  if (type != "TemplateProcessing") {
+    return BadData(fmt::format("{}: post_processor '{}' is not one the workbook knows (it knows TemplateProcessing, "
+                               "ByteLevel, RobertaProcessing, BertProcessing and Sequence)",
+                               file, type.empty() ? "?" : type));
+  }
+  const json* single = Member(*component, "single");
+  if (single == nullptr || !single->is_array()) {
+    return BadData(fmt::format("{}: post_processor TemplateProcessing has no \"single\" template", file));
+  }
+  const json* specials = Member(*component, "special_tokens");
+  bool seenSequence = false;
+  for (const json& item : *single) {
+    if (Member(item, "Sequence") != nullptr) {
+      seenSequence = true;
+      continue;
+    }
+    const json* special = Member(item, "SpecialToken");
+    const std::string name = special != nullptr ? StringMember(*special, "id") : "";
+    if (name.empty()) return BadData(fmt::format("{}: a TemplateProcessing item is neither Sequence nor SpecialToken", file));
+    // The ids the template inserts: its special_tokens entry, else the token of that text.
+    std::vector<int32_t> ids;
+    const json* entry = specials != nullptr ? Member(*specials, name.c_str()) : nullptr;
+    const json* entryIds = entry != nullptr ? Member(*entry, "ids") : nullptr;
+    if (entryIds != nullptr && entryIds->is_array()) {
+      for (const json& id : *entryIds) {
+        if (!id.is_number_integer()) return BadData(fmt::format("{}: special token '{}' has an id that is not an integer", file, name));
+        ids.push_back(id.get<int32_t>());
+      }
+    } else if (auto id = idOf(name)) {
+      ids.push_back(*id);
+    } else {
+      return BadData(fmt::format("{}: TemplateProcessing's special token '{}' is not in the vocabulary", file, name));
+    }
+    auto& list = seenSequence ? added.after : added.before;
+    list.insert(list.end(), ids.begin(), ids.end());
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -167,8 +327,7 @@ Expected<Tokenizer> Tokenizer::FromHfFolder(const std::string& folder) {
     return Status::Ok();
   };
   for (auto it = vocab->begin(); it != vocab->end(); ++it) {
-    const TokenType t = ByteOfByteToken(it.key()) >= 0 ? TokenType::kByte : TokenType::kNormal;
-    if (Status s = place(it.key(), it.value(), t, false); !s.ok()) return s.error();
+    if (Status s = place(it.key(), it.value(), TokenType::kNormal, false); !s.ok()) return s.error();
   }
   if (added != nullptr) {
     for (const json& a : *added) {
@@ -219,13 +378,21 @@ Expected<Tokenizer> Tokenizer::FromHfFolder(const std::string& folder) {
   const json* decoder = Member(*root, "decoder");
   const json* byteFallback = Member(*model, "byte_fallback");
   const bool fallback = byteFallback != nullptr && byteFallback->is_boolean() && byteFallback->get<bool>();
-  bool prepends = false;
-  ForEachPart(normalizer, "normalizers", [&](const json& part) {
-    prepends = prepends || (StringMember(part, "type") == "Prepend" && StringMember(part, "prepend") == kSpaceMark);
-  });
+  std::vector<NormalizerStep> steps;
+  if (Status s = ReadNormalizers(path, normalizer, steps); !s.ok()) return s.error();
+  // SentencePiece's own escaping as normalizer steps: Prepend("▁") (the dummy prefix) and
+  // Replace(" " -> "▁"); the SentencePiece encoder does both itself (tokenizer.h).
+  const auto isPrependMark = [](const NormalizerStep& n) {
+    return n.kind == NormalizerStep::Kind::kPrepend && n.content == kSpaceMark;
+  };
+  const auto isSpaceToMark = [](const NormalizerStep& n) {
+    return n.kind == NormalizerStep::Kind::kReplace && n.pattern == " " && n.content == kSpaceMark;
+  };
+  const bool prepends = std::any_of(steps.begin(), steps.end(), isPrependMark);
+  const bool escapesSpaces = std::any_of(steps.begin(), steps.end(), isSpaceToMark);
   const bool metaspace = Mentions(pre, "pretokenizers", "Metaspace") || Mentions(decoder, "decoders", "Metaspace");
   const bool byteLevel = Mentions(pre, "pretokenizers", "ByteLevel") || Mentions(decoder, "decoders", "ByteLevel");
-  if (fallback || prepends || metaspace || (!byteLevel && Mentions(normalizer, "normalizers", "Replace"))) {
+  if (fallback || prepends || metaspace || (!byteLevel && escapesSpaces)) {
     v.kind = TokenizerKind::kSentencePiece;
     // The dummy prefix: a Prepend("▁") normalizer, or a Metaspace pre-tokenizer unless its
     // prepend_scheme is "never" (or, older, add_prefix_space is false).
@@ -238,6 +405,10 @@ Expected<Tokenizer> Tokenizer::FromHfFolder(const std::string& folder) {
                                          : scheme != "never");
     });
     v.addSpacePrefix = prefix;
+    for (size_t id = 0; id < v.tokens.size(); ++id) {  // "<0xXX>" is a byte token only here
+      if (v.types[id] == TokenType::kNormal && ByteOfByteToken(v.tokens[id]) >= 0) v.types[id] = TokenType::kByte;
+    }
+    std::erase_if(steps, [&](const NormalizerStep& n) { return isPrependMark(n) || isSpaceToMark(n); });
   } else if (byteLevel) {
     v.kind = TokenizerKind::kByteLevelBpe;
     auto kind = ByteLevelPreTokenizer(path, pre);
@@ -251,6 +422,8 @@ Expected<Tokenizer> Tokenizer::FromHfFolder(const std::string& folder) {
                                "ByteLevel pre-tokenizer (GPT-2); the workbook reads only those",
                                path));
   }
+  for (const NormalizerStep& n : steps) v.normalizerText += (v.normalizerText.empty() ? "" : ", ") + DescribeNormalizer(n);
+  v.normalizers = std::move(steps);
 
   // Finish the vocabulary's lookup first: the names below are looked up in it.
   const auto idOf = [&](const std::string& text) -> std::optional<int32_t> {
@@ -263,25 +436,49 @@ Expected<Tokenizer> Tokenizer::FromHfFolder(const std::string& folder) {
   if (!unk.empty()) {
     v.unk = idOf(unk);
     if (!v.unk) return BadData(fmt::format("{}: model.unk_token '{}' is not in the vocabulary", path, unk));
-    if (v.types[*v.unk] == TokenType::kNormal) v.types[*v.unk] = TokenType::kUnknown;
+    // The unknown token, listed among the special added tokens too, is typed as SentencePiece
+    // and GGUF type it (LLAMA_TOKEN_TYPE_UNKNOWN).
+    if (v.types[*v.unk] == TokenType::kNormal || v.types[*v.unk] == TokenType::kControl) {
+      v.types[*v.unk] = TokenType::kUnknown;
+    }
   }
 
-  // BOS and EOS: tokenizer_config.json, else the post-processor's template.
-  std::string templateFirst, templateLast;
-  TemplateEnds(Member(*root, "post_processor"), templateFirst, templateLast);
-  // Without a template: SentencePiece adds BOS (transformers' LlamaTokenizer default), byte-level BPE not.
-  const bool hasTemplate = !templateFirst.empty() || !templateLast.empty();
-  v.addBos = hasTemplate ? !templateFirst.empty() : v.kind == TokenizerKind::kSentencePiece;
-  v.addEos = !templateLast.empty();
-  std::string bosText = templateFirst, eosText = templateLast;
+  // BOS and EOS. The post-processor decides what encoding adds (HF tokenizers applies it with
+  // add_special_tokens); tokenizer_config.json's add_bos_token / add_eos_token, where present,
+  // override it, as transformers' LlamaTokenizerFast and GemmaTokenizerFast rebuild their
+  // template from them (update_post_processor). Without a post-processor nothing is added.
+  AddedAround around;
+  if (Status s = ReadPostProcessor(path, Member(*root, "post_processor"), idOf, around); !s.ok()) return s.error();
+  for (auto [list, where] : {std::pair{&around.before, "before"}, std::pair{&around.after, "after"}}) {
+    if (list->size() > 1) {
+      return BadData(fmt::format("{}: the post_processor adds {} tokens {} the text; the workbook (like GGUF's "
+                                 "add_bos_token / add_eos_token) adds at most one BOS and one EOS",
+                                 path, list->size(), where));
+    }
+    for (int32_t id : *list) {
+      if (id < 0 || static_cast<size_t>(id) >= v.tokens.size()) {
+        return BadData(fmt::format("{}: the post_processor adds token id {}, outside the vocabulary", path, id));
+      }
+    }
+  }
+  // No post-processor at all: a SentencePiece tokenizer adds BOS, the default of transformers'
+  // LlamaTokenizer(Fast) (add_bos_token=True), which such files come with.
+  const bool noPostProcessor = Member(*root, "post_processor") == nullptr;
+  v.addBos = !around.before.empty() || (noPostProcessor && v.kind == TokenizerKind::kSentencePiece);
+  v.addEos = !around.after.empty();
+  if (!around.before.empty()) v.bos = around.before[0];
+  if (!around.after.empty()) v.eos = around.after[0];
+  std::string bosText, eosText;
   const std::string configPath = (std::filesystem::path(folder) / "tokenizer_config.json").string();
   std::error_code ec;
   if (std::filesystem::exists(configPath, ec)) {
     auto config = ReadJson(configPath);
     if (!config.ok()) return config.error();
     for (auto [key, text] : {std::pair{"bos_token", &bosText}, std::pair{"eos_token", &eosText}}) {
-      const std::string content = TokenContent(Member(*config, key));
-      if (!content.empty()) *text = content;
+      *text = TokenContent(Member(*config, key));
+    }
+    if (const std::string padText = TokenContent(Member(*config, "pad_token")); !padText.empty()) {
+      v.pad = idOf(padText);  // a pad token the vocabulary lacks is left out, as transformers pads without one
     }
     for (auto [key, flag] : {std::pair{"add_bos_token", &v.addBos}, std::pair{"add_eos_token", &v.addEos}}) {
       const json* value = Member(*config, key);
@@ -300,14 +497,18 @@ Expected<Tokenizer> Tokenizer::FromHfFolder(const std::string& folder) {
     } else if (chat != nullptr) {
       return BadData(fmt::format("{}: chat_template is neither a string nor a list of named templates", configPath));
     }
-    for (auto [text, id, what] : {std::tuple{&bosText, &v.bos, "bos_token"}, std::tuple{&eosText, &v.eos, "eos_token"}}) {
+    // The config's tokens name BOS and EOS, except where the post-processor inserts its own
+    // (the inserted one is what encoding gives); a config EOS the template does not append
+    // still ends generation.
+    for (auto [text, id, what, inserted] :
+         {std::tuple{&bosText, &v.bos, "bos_token", !around.before.empty()},
+          std::tuple{&eosText, &v.eos, "eos_token", !around.after.empty()}}) {
       if (text->empty()) continue;
-      *id = idOf(*text);
-      if (!*id) return BadData(fmt::format("{}: {} '{}' is not in the vocabulary", configPath, what, *text));
+      const auto named = idOf(*text);
+      if (!named) return BadData(fmt::format("{}: {} '{}' is not in the vocabulary", configPath, what, *text));
+      if (!inserted) *id = named;
+      else if (*named != **id && id == &v.eos) v.extraEndOfGeneration.push_back(*named);
     }
-  } else {
-    if (!bosText.empty()) v.bos = idOf(bosText);
-    if (!eosText.empty()) v.eos = idOf(eosText);
   }
   if (v.chatTemplate.empty()) {  // newer transformers write the template to its own file
     const std::string jinja = (std::filesystem::path(folder) / "chat_template.jinja").string();

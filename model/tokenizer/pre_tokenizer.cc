@@ -1,6 +1,8 @@
 #include "model/tokenizer/pre_tokenizer.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 
 #include "model/tokenizer/unicode_text.h"
 
@@ -9,7 +11,21 @@ namespace wb::tokenizer {
 namespace {
 
 // A character's classes, looked up once per text.
-enum : uint8_t { kL = 1, kN = 2, kS = 4, kP = 8 };
+enum : uint8_t { kL = 1, kN = 2, kS = 4, kP = 8, kM = 16, kUpper = 32, kLower = 64 };
+
+uint8_t ClassesOf(uint32_t cp) {
+  if (cp == kInvalidCodePoint) return 0;
+  if (cp < 0x80) {  // ASCII without ICU
+    if (cp >= 'A' && cp <= 'Z') return kL | kUpper;
+    if (cp >= 'a' && cp <= 'z') return kL | kLower;
+    if (cp >= '0' && cp <= '9') return kN;
+    if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D)) return kS;
+    return IsPunctuation(cp) ? kP : 0;
+  }
+  return (IsLetter(cp) ? kL : 0) | (IsNumber(cp) ? kN : 0) | (IsWhitespace(cp) ? kS : 0) |
+         (IsPunctuation(cp) ? kP : 0) | (IsMark(cp) ? kM : 0) | (IsUpperOrOtherLetterOrMark(cp) ? kUpper : 0) |
+         (IsLowerOrOtherLetterOrMark(cp) ? kLower : 0);
+}
 
 struct Chars {
   std::vector<TextChar> chars;
@@ -17,30 +33,22 @@ struct Chars {
 
   explicit Chars(std::string_view text) : chars(DecodeUtf8Lenient(text)) {
     classes.reserve(chars.size());
-    for (const TextChar& c : chars) {
-      const uint32_t cp = c.codePoint;
-      uint8_t cls = 0;
-      if (cp != kInvalidCodePoint) {
-        if (cp < 0x80) {  // ASCII without the tables
-          if ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z') cls = kL;
-          else if (cp >= '0' && cp <= '9') cls = kN;
-          else if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D)) cls = kS;
-          else if (IsPunctuation(cp)) cls = kP;
-        } else {
-          cls = (IsLetter(cp) ? kL : 0) | (IsNumber(cp) ? kN : 0) | (IsWhitespace(cp) ? kS : 0) |
-                (IsPunctuation(cp) ? kP : 0);
-        }
-      }
-      classes.push_back(cls);
-    }
+    for (const TextChar& c : chars) classes.push_back(ClassesOf(c.codePoint));
   }
   uint32_t cp(size_t i) const { return chars[i].codePoint; }
   bool L(size_t i) const { return classes[i] & kL; }
   bool N(size_t i) const { return classes[i] & kN; }
   bool S(size_t i) const { return classes[i] & kS; }
   bool P(size_t i) const { return classes[i] & kP; }
-  bool Other(size_t i) const { return (classes[i] & (kL | kN | kS)) == 0; }  // [^\s\p{L}\p{N}]
+  bool LetterOrMark(size_t i) const { return classes[i] & (kL | kM); }                 // [\p{L}\p{M}]
+  bool Upper(size_t i) const { return classes[i] & kUpper; }                          // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
+  bool Lower(size_t i) const { return classes[i] & kLower; }                          // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+  bool Other(size_t i) const { return (classes[i] & (kL | kN | kS)) == 0; }           // [^\s\p{L}\p{N}]
+  bool OtherNoMark(size_t i) const { return (classes[i] & (kL | kM | kN | kS)) == 0; }  // [^\s\p{L}\p{M}\p{N}]
   bool NewLine(size_t i) const { return cp(i) == '\r' || cp(i) == '\n'; }
+  bool NewLineOrSlash(size_t i) const { return NewLine(i) || cp(i) == '/'; }
+  // [^\r\n\p{L}\p{N}]
+  bool WordPrefix(size_t i) const { return !NewLine(i) && (classes[i] & (kL | kN)) == 0; }
 };
 
 // A pattern: the length in characters of its match at `pos` (text ends at `end`), 0 for none.
@@ -83,6 +91,17 @@ size_t OptionalSpaceThenRun(const Chars& t, size_t pos, size_t end, bool (Chars:
   return run == 0 ? 0 : start - pos + run;
 }
 
+// The last alternatives of the Llama 3 pattern and its relatives: \s*[\r\n]+|\s+(?!\S)|\s+.
+// \s*[\r\n]+ takes the whitespace run up to and including its last line break.
+size_t TrailingWhitespace(const Chars& t, size_t pos, size_t end) {
+  const size_t run = RunOf(t, pos, end, &Chars::S);
+  for (size_t i = run; i > 0; --i) {
+    if (t.NewLine(pos + i - 1)) return i;
+  }
+  if (size_t n = SpacesNotBeforeNonSpace(t, pos, end)) return n;
+  return run;
+}
+
 size_t Gpt2(const Chars& t, size_t pos, size_t end) {
   if (size_t n = Contraction(t, pos, end, /*anyCase=*/false)) return n;
   if (size_t n = OptionalSpaceThenRun(t, pos, end, &Chars::L)) return n;
@@ -92,29 +111,58 @@ size_t Gpt2(const Chars& t, size_t pos, size_t end) {
   return RunOf(t, pos, end, &Chars::S);
 }
 
-template <size_t kMaxDigits>
+// The Llama 3 pattern and its relatives; kMarks: Qwen3.5's, which counts marks with letters.
+template <size_t kMaxDigits, bool kMarks>
 size_t Llama3Family(const Chars& t, size_t pos, size_t end) {
   if (size_t n = Contraction(t, pos, end, /*anyCase=*/true)) return n;
-  // [^\r\n\p{L}\p{N}]?\p{L}+
-  if (t.L(pos)) return RunOf(t, pos, end, &Chars::L);
-  if (!t.NewLine(pos) && !t.N(pos) && pos + 1 < end && t.L(pos + 1)) return 1 + RunOf(t, pos + 1, end, &Chars::L);
+  const auto word = kMarks ? &Chars::LetterOrMark : &Chars::L;
+  // [^\r\n\p{L}\p{N}]?\p{L}+   (Qwen3.5: [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+)
+  if (t.WordPrefix(pos) && pos + 1 < end && (t.*word)(pos + 1)) return 1 + RunOf(t, pos + 1, end, word);
+  if ((t.*word)(pos)) return RunOf(t, pos, end, word);
   // \p{N}{1,3} (Llama 3) or \p{N} (Qwen2)
   if (t.N(pos)) {
     size_t n = 0;
     while (n < kMaxDigits && pos + n < end && t.N(pos + n)) ++n;
     return n;
   }
-  // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
-  if (size_t n = OptionalSpaceThenRun(t, pos, end, &Chars::Other)) {
+  // ' ?[^\s\p{L}\p{N}]+[\r\n]*'   (Qwen3.5: [^\s\p{L}\p{M}\p{N}])
+  if (size_t n = OptionalSpaceThenRun(t, pos, end, kMarks ? &Chars::OtherNoMark : &Chars::Other)) {
     return n + RunOf(t, pos + n, end, &Chars::NewLine);
   }
-  // \s*[\r\n]+ : up to and including the last line break of the whitespace run
-  const size_t run = RunOf(t, pos, end, &Chars::S);
-  for (size_t i = run; i > 0; --i) {
-    if (t.NewLine(pos + i - 1)) return i;
+  return TrailingWhitespace(t, pos, end);
+}
+
+// Tekken's cased words, from the first alternatives of its pattern:
+//   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+
+//   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*
+// A backtracking engine explores the first alternative (with the prefix, then without) before
+// the second; the greedy upper-case run gives back characters until a lower-case one follows.
+size_t UpperThenLower(const Chars& t, size_t start, size_t end) {
+  const size_t upper = RunOf(t, start, end, &Chars::Upper);
+  for (size_t k = upper + 1; k-- > 0;) {
+    if (start + k < end && t.Lower(start + k)) return k + RunOf(t, start + k, end, &Chars::Lower);
   }
-  if (size_t n = SpacesNotBeforeNonSpace(t, pos, end)) return n;
-  return run;
+  return 0;
+}
+size_t UpperThenOptionalLower(const Chars& t, size_t start, size_t end) {
+  const size_t upper = RunOf(t, start, end, &Chars::Upper);
+  return upper == 0 ? 0 : upper + RunOf(t, start + upper, end, &Chars::Lower);
+}
+
+size_t Tekken(const Chars& t, size_t pos, size_t end) {
+  const bool prefix = t.WordPrefix(pos) && pos + 1 < end;
+  for (auto cased : {UpperThenLower, UpperThenOptionalLower}) {
+    if (prefix) {
+      if (size_t n = cased(t, pos + 1, end)) return 1 + n;
+    }
+    if (size_t n = cased(t, pos, end)) return n;
+  }
+  if (t.N(pos)) return 1;  // \p{N}
+  // ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
+  if (size_t n = OptionalSpaceThenRun(t, pos, end, &Chars::Other)) {
+    return n + RunOf(t, pos + n, end, &Chars::NewLineOrSlash);
+  }
+  return TrailingWhitespace(t, pos, end);
 }
 
 size_t SingleNumber(const Chars& t, size_t pos, size_t) { return t.N(pos) ? 1 : 0; }
@@ -146,8 +194,10 @@ size_t ThreeAsciiDigits(const Chars& t, size_t pos, size_t end) {
 std::vector<Matcher> ChainOf(PreTokenizerKind kind) {
   switch (kind) {
     case PreTokenizerKind::kGpt2: return {Gpt2};
-    case PreTokenizerKind::kLlama3: return {Llama3Family<3>};
-    case PreTokenizerKind::kQwen2: return {Llama3Family<1>};
+    case PreTokenizerKind::kLlama3: return {Llama3Family<3, false>};
+    case PreTokenizerKind::kQwen2: return {Llama3Family<1, false>};
+    case PreTokenizerKind::kQwen35: return {Llama3Family<1, true>};
+    case PreTokenizerKind::kTekken: return {Tekken};
     case PreTokenizerKind::kSmolLm: return {SingleNumber, Gpt2};
     case PreTokenizerKind::kDefault: return {DefaultPunctuationRun, Gpt2, Numbers, ThreeAsciiDigits};
   }
@@ -167,6 +217,8 @@ const char* PreTokenizerName(PreTokenizerKind kind) {
     case PreTokenizerKind::kLlama3: return "llama3";
     case PreTokenizerKind::kQwen2: return "qwen2";
     case PreTokenizerKind::kSmolLm: return "smollm";
+    case PreTokenizerKind::kTekken: return "tekken";
+    case PreTokenizerKind::kQwen35: return "qwen35";
     case PreTokenizerKind::kDefault: return "default";
   }
   return "default";
@@ -174,22 +226,26 @@ const char* PreTokenizerName(PreTokenizerKind kind) {
 
 std::optional<GgufPreTokenizer> PreTokenizerFromGgufName(std::string_view name) {
   // The groups of llama_vocab::impl::load in llama.cpp's src/llama-vocab.cpp whose regexes are
-  // the four patterns above (llm_tokenizer_bpe's constructor). Llama 3's group also sets
-  // ignore_merges and add_bos there.
-  for (std::string_view n : {"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral"}) {
-    if (name == n) return GgufPreTokenizer{PreTokenizerKind::kLlama3, true, true};
+  // the patterns above (llm_tokenizer_bpe's constructor). Llama 3's and Tekken's groups also
+  // set ignore_merges and add_bos there.
+  const auto in = [&](std::initializer_list<std::string_view> names) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  if (in({"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"})) {
+    return GgufPreTokenizer{PreTokenizerKind::kLlama3, true, true};
   }
-  for (std::string_view n : {"dbrx", "smaug-bpe"}) {  // the Llama 3 regex, no other settings
-    if (name == n) return GgufPreTokenizer{PreTokenizerKind::kLlama3, false, false};
+  if (in({"dbrx", "smaug-bpe"})) return GgufPreTokenizer{PreTokenizerKind::kLlama3, false, false};
+  if (in({"tekken"})) return GgufPreTokenizer{PreTokenizerKind::kTekken, true, true};
+  if (in({"gpt-2", "phi-2", "mpt", "olmo", "jais", "exaone4", "jina-es", "jina-de", "gigachat", "jina-v2-es",
+          "jina-v2-de", "a.x-4.0", "mellum", "modern-bert", "trillion", "granite-docling"})) {
+    return GgufPreTokenizer{PreTokenizerKind::kGpt2, false, false};
   }
-  for (std::string_view n : {"gpt-2", "phi-2", "mpt", "olmo", "jais", "exaone4"}) {
-    if (name == n) return GgufPreTokenizer{PreTokenizerKind::kGpt2, false, false};
+  if (in({"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez", "stablelm2", "hunyuan", "solar-open"})) {
+    return GgufPreTokenizer{PreTokenizerKind::kQwen2, false, false};
   }
-  for (std::string_view n : {"qwen2", "deepseek-r1-qwen", "megrez", "stablelm2"}) {
-    if (name == n) return GgufPreTokenizer{PreTokenizerKind::kQwen2, false, false};
-  }
-  for (std::string_view n : {"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b"}) {
-    if (name == n) return GgufPreTokenizer{PreTokenizerKind::kSmolLm, false, false};
+  if (in({"qwen35"})) return GgufPreTokenizer{PreTokenizerKind::kQwen35, false, false};
+  if (in({"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b", "mellum2"})) {
+    return GgufPreTokenizer{PreTokenizerKind::kSmolLm, false, false};
   }
   if (name.empty() || name == "default") return GgufPreTokenizer{PreTokenizerKind::kDefault, false, false};
   return std::nullopt;
@@ -203,6 +259,13 @@ std::string_view Llama3Pattern() {
 }
 std::string_view Qwen2Pattern() {
   return R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+}
+
+std::string_view Qwen35Pattern() {
+  return R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+}
+std::string_view TekkenPattern() {
+  return R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 }
 
 std::vector<std::string_view> PreTokenize(PreTokenizerKind kind, std::string_view text) {

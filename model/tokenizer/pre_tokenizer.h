@@ -12,6 +12,12 @@
 //   kLlama3  (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
 //             ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+   (Llama 3's tokenizer.json)
 //   kQwen2   as kLlama3 with \p{N} for \p{N}{1,3} (Qwen2's tokenizer.json)
+//   kQwen35  as kQwen2 with [\p{L}\p{M}]+ for \p{L}+ and [^\s\p{L}\p{M}\p{N}] for
+//            [^\s\p{L}\p{N}] (Qwen3.5's tokenizer.json)
+//   kTekken  [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|
+//            [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}|
+//             ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+   (Mistral Nemo's tokenizer.json;
+//            llama.cpp approximates the cased classes for std::regex, this follows the original)
 //   kSmolLm  \p{N} (each digit alone: HF's Digits(individual_digits)), then kGpt2
 //   kDefault llama.cpp's fallback for a GGUF without a known pre-tokenizer
 //            (LLAMA_VOCAB_PRE_TYPE_DEFAULT in src/llama-vocab.cpp): [\p{P}\$\+<=>\^~\|]+,
@@ -25,9 +31,9 @@
 
 namespace wb::tokenizer {
 
-enum class PreTokenizerKind { kGpt2, kLlama3, kQwen2, kSmolLm, kDefault };
+enum class PreTokenizerKind { kGpt2, kLlama3, kQwen2, kQwen35, kTekken, kSmolLm, kDefault };
 
-// "gpt-2", "llama3", "qwen2", "smollm", "default".
+// "gpt-2", "llama3", "qwen2", "qwen35", "tekken", "smollm", "default".
 const char* PreTokenizerName(PreTokenizerKind kind);
 
 struct GgufPreTokenizer {
@@ -43,6 +49,8 @@ std::optional<GgufPreTokenizer> PreTokenizerFromGgufName(std::string_view name);
 std::string_view Gpt2Pattern();
 std::string_view Llama3Pattern();
 std::string_view Qwen2Pattern();
+std::string_view Qwen35Pattern();
+std::string_view TekkenPattern();
 
 std::vector<std::string_view> PreTokenize(PreTokenizerKind kind, std::string_view text);
 

@@ -190,7 +190,10 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool addSpecial, b
   if (addSpecial && v.addBos && v.bos) out.push_back(*v.bos);
 
   bool afterSpecial = true;  // llama.cpp: the space prefix goes at the start and after each special token
-  const auto encodeText = [&](std::string_view fragment) {
+  const auto encodeText = [&](std::string_view raw) {
+    // HF tokenizers normalizes each text between added tokens (AddedVocabulary's split).
+    const std::string normalized = v.normalizers.empty() ? std::string() : ApplyNormalizers(v.normalizers, raw);
+    const std::string_view fragment = v.normalizers.empty() ? raw : std::string_view(normalized);
     if (fragment.empty()) return;
     if (v.kind == TokenizerKind::kByteLevelBpe) {
       for (std::string_view piece : PreTokenize(v.pre, fragment)) EncodeBytePiece(v, piece, out);
@@ -301,6 +304,7 @@ bool Tokenizer::IsEndOfGeneration(int32_t id) const {
 const std::string& Tokenizer::ChatTemplate() const { return v_->chatTemplate; }
 TokenizerKind Tokenizer::kind() const { return v_->kind; }
 const std::string& Tokenizer::preTokenizer() const { return v_->preName; }
+const std::string& Tokenizer::Normalizers() const { return v_->normalizerText; }
 
 const std::string& Tokenizer::TokenText(int32_t id) const {
   static const std::string kEmpty;

@@ -48,6 +48,25 @@ enum class TokenType : int32_t {
 
 struct Vocabulary;  // vocabulary.h
 
+// The tokenizer.ggml.* keys that describe a tokenizer in a GGUF file, as llama.cpp's
+// llama_vocab::impl::load reads them (ggml's docs/gguf.md, "Tokenizer"): what `convert` writes.
+struct GgufTokenizerKeys {
+  std::string model;                  // tokenizer.ggml.model: "llama" (SentencePiece) or "gpt2"
+  std::string pre;                    // tokenizer.ggml.pre: llama.cpp's pre-tokenizer name
+  std::vector<std::string> tokens;    // every id in order
+  std::vector<float> scores;          // "llama" only
+  std::vector<int32_t> tokenTypes;    // TokenType values
+  std::vector<std::string> merges;    // "gpt2" only: "left right", in rank order
+  std::optional<int32_t> bos, eos, unk, pad;
+  bool addBos = false;
+  bool addEos = false;
+  bool addSpacePrefix = true;         // "llama" only
+  std::string chatTemplate;           // "" when none
+  // What the GGUF cannot hold but the tokenizer.json has (NFC: GGUF has no normalizer key, and
+  // llama.cpp applies none): one sentence each, for the user.
+  std::vector<std::string> notes;
+};
+
 class Tokenizer {
  public:
   static Expected<Tokenizer> FromGguf(const GgufFile& file);
@@ -85,6 +104,13 @@ class Tokenizer {
   // The token's text as stored in the vocabulary ("▁the", "Ġthe", "<0x0A>"); "" out of range.
   const std::string& TokenText(int32_t id) const;
   TokenType Type(int32_t id) const;  // kUndefined out of range
+
+  // The keys of a GGUF that tokenizes as this tokenizer does (gguf_export.cc). Fails (wb::BadData
+  // naming the file) where GGUF and llama.cpp cannot say it: a normalizer other than NFC, a
+  // split and ignore_merges that no llama.cpp pre-tokenizer name has, an id without a token.
+  Expected<GgufTokenizerKeys> GgufKeys() const;
+  // tokenizer.json's normalizer steps ("NFC", ...), "" when none (or a GGUF).
+  const std::string& Normalizers() const;
 
   explicit Tokenizer(std::shared_ptr<const Vocabulary> vocabulary);
 

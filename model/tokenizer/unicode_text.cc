@@ -2,23 +2,40 @@
 
 #include <algorithm>
 
+#include <unicode/uchar.h>
+#include <unicode/unorm2.h>
+#include <unicode/ustring.h>
+#include <unicode/uversion.h>
+
 namespace wb::tokenizer {
 
 namespace {
 
-struct CodePointRange {
-  uint32_t first;
-  uint32_t last;
-};
+// Whether the code point's general category is one of `mask` (ICU's U_GC_*_MASK bits).
+bool InCategories(uint32_t cp, uint32_t mask) {
+  if (cp > 0x10FFFF) return false;  // kInvalidCodePoint: in no class
+  return (U_GET_GC_MASK(static_cast<UChar32>(cp)) & mask) != 0;
+}
 
-#include "model/tokenizer/unicode_ranges.inc"
-
-template <size_t N>
-bool InRanges(const CodePointRange (&ranges)[N], uint32_t cp) {
-  // The first range whose last code point is >= cp; cp is inside it or in no range.
-  const CodePointRange* it =
-      std::lower_bound(ranges, ranges + N, cp, [](const CodePointRange& r, uint32_t v) { return r.last < v; });
-  return it != ranges + N && it->first <= cp;
+// A well-formed UTF-8 text through a function of UTF-16 strings (ICU's string form).
+template <typename Transform>
+std::string ThroughUtf16(std::string_view text, Transform transform) {
+  UErrorCode status = U_ZERO_ERROR;
+  std::u16string wide(text.size() + 1, u'\0');
+  int32_t wideLength = 0;
+  u_strFromUTF8(wide.data(), static_cast<int32_t>(wide.size()), &wideLength, text.data(),
+                static_cast<int32_t>(text.size()), &status);
+  if (U_FAILURE(status)) return std::string(text);
+  wide.resize(static_cast<size_t>(wideLength));
+  std::u16string result = transform(wide);
+  std::string out(result.size() * 3 + 1, '\0');
+  int32_t outLength = 0;
+  status = U_ZERO_ERROR;
+  u_strToUTF8(out.data(), static_cast<int32_t>(out.size()), &outLength, result.data(),
+              static_cast<int32_t>(result.size()), &status);
+  if (U_FAILURE(status)) return std::string(text);
+  out.resize(static_cast<size_t>(outLength));
+  return out;
 }
 
 bool IsContinuation(unsigned char c) { return (c & 0xC0) == 0x80; }
@@ -117,11 +134,119 @@ void AppendUtf8(std::string& out, uint32_t cp) {
   }
 }
 
-bool IsLetter(uint32_t cp) { return InRanges(kLetterRanges, cp); }
-bool IsNumber(uint32_t cp) { return InRanges(kNumberRanges, cp); }
-bool IsPunctuation(uint32_t cp) { return InRanges(kPunctuationRanges, cp); }
-bool IsWhitespace(uint32_t cp) { return InRanges(kWhitespaceRanges, cp); }
-const char* UnicodeTablesVersion() { return kUnicodeVersion; }
+bool IsLetter(uint32_t cp) { return InCategories(cp, U_GC_L_MASK); }
+bool IsNumber(uint32_t cp) { return InCategories(cp, U_GC_N_MASK); }
+bool IsPunctuation(uint32_t cp) { return InCategories(cp, U_GC_P_MASK); }
+bool IsMark(uint32_t cp) { return InCategories(cp, U_GC_M_MASK); }
+bool IsUpperOrOtherLetterOrMark(uint32_t cp) {
+  return InCategories(cp, U_GC_LU_MASK | U_GC_LT_MASK | U_GC_LM_MASK | U_GC_LO_MASK | U_GC_M_MASK);
+}
+bool IsLowerOrOtherLetterOrMark(uint32_t cp) {
+  return InCategories(cp, U_GC_LL_MASK | U_GC_LM_MASK | U_GC_LO_MASK | U_GC_M_MASK);
+}
+bool IsWhitespace(uint32_t cp) {
+  return cp <= 0x10FFFF && u_hasBinaryProperty(static_cast<UChar32>(cp), UCHAR_WHITE_SPACE);
+}
+
+std::string UnicodeVersion() {
+  UVersionInfo version;
+  u_getUnicodeVersion(version);
+  char text[U_MAX_VERSION_STRING_LENGTH] = {};
+  u_versionToString(version, text);
+  return text;
+}
+
+namespace {
+
+// Calls `transform` on each maximal well-formed UTF-8 run and copies other bytes as they are.
+template <typename Transform>
+std::string ForEachWellFormedRun(std::string_view text, Transform transform) {
+  std::string out;
+  out.reserve(text.size());
+  size_t runStart = 0;
+  const auto flush = [&](size_t end) {
+    if (end > runStart) out += transform(text.substr(runStart, end - runStart));
+  };
+  for (size_t offset = 0; offset < text.size();) {
+    uint32_t cp = 0;
+    const size_t length = DecodeOne(text, offset, cp);
+    if (length == 0) {
+      flush(offset);
+      out += text[offset];
+      runStart = ++offset;
+    } else {
+      offset += length;
+    }
+  }
+  flush(text.size());
+  return out;
+}
+
+const UNormalizer2* NormalizerOf(NormalizationForm form, UErrorCode& status) {
+  switch (form) {
+    case NormalizationForm::kNfc: return unorm2_getNFCInstance(&status);
+    case NormalizationForm::kNfd: return unorm2_getNFDInstance(&status);
+    case NormalizationForm::kNfkc: return unorm2_getNFKCInstance(&status);
+    case NormalizationForm::kNfkd: return unorm2_getNFKDInstance(&status);
+  }
+  return unorm2_getNFCInstance(&status);
+}
+
+}  // namespace
+
+std::string Normalize(std::string_view text, NormalizationForm form) {
+  UErrorCode status = U_ZERO_ERROR;
+  const UNormalizer2* normalizer = NormalizerOf(form, status);
+  if (U_FAILURE(status)) return std::string(text);
+  return ForEachWellFormedRun(text, [&](std::string_view run) {
+    return ThroughUtf16(run, [&](const std::u16string& in) {
+      // NFKC and NFKD may grow a character many times over (U+FDFA is 18 code points).
+      std::u16string out(in.size() * 18 + 1, u'\0');
+      UErrorCode s = U_ZERO_ERROR;
+      const int32_t n = unorm2_normalize(normalizer, in.data(), static_cast<int32_t>(in.size()), out.data(),
+                                         static_cast<int32_t>(out.size()), &s);
+      if (U_FAILURE(s)) return in;
+      out.resize(static_cast<size_t>(n));
+      return out;
+    });
+  });
+}
+
+std::string ToLower(std::string_view text) {
+  // One character at a time: HF's Lowercase maps each char by itself (Rust's char::to_lowercase,
+  // full mappings such as U+0130 -> "i\u0307", no final-sigma context).
+  std::string out;
+  out.reserve(text.size());
+  for (const TextChar& c : DecodeUtf8Lenient(text)) {
+    const std::string_view one = text.substr(c.offset, c.length);
+    if (c.codePoint < 0x80) {
+      out += static_cast<char>(c.codePoint >= 'A' && c.codePoint <= 'Z' ? c.codePoint + 32 : c.codePoint);
+    } else if (c.codePoint == kInvalidCodePoint) {
+      out += one;
+    } else {
+      out += ThroughUtf16(one, [](const std::u16string& in) {
+        std::u16string lower(8, u'\0');  // a full lower-case mapping is at most 3 code points
+        UErrorCode s = U_ZERO_ERROR;
+        const int32_t n = u_strToLower(lower.data(), static_cast<int32_t>(lower.size()), in.data(),
+                                       static_cast<int32_t>(in.size()), "", &s);
+        if (U_FAILURE(s)) return in;
+        lower.resize(static_cast<size_t>(n));
+        return lower;
+      });
+    }
+  }
+  return out;
+}
+
+std::optional<size_t> FirstInvalidUtf8Byte(std::string_view text) {
+  for (size_t offset = 0; offset < text.size();) {
+    uint32_t cp = 0;
+    const size_t length = DecodeOne(text, offset, cp);
+    if (length == 0) return offset;
+    offset += length;
+  }
+  return std::nullopt;
+}
 
 const std::string& ByteToUnicode(uint8_t byte) { return Bytes().toUnicode[byte]; }
 

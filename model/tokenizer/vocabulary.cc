@@ -55,6 +55,14 @@ Expected<std::shared_ptr<const Vocabulary>> FinishVocabulary(Vocabulary v) {
   }
 
   const int32_t n = static_cast<int32_t>(v.tokens.size());
+  // Token texts are UTF-8 in both formats (GGUF's strings, RFC 8259's JSON); a byte that is not
+  // would be matched and printed as nothing a text can hold.
+  for (int32_t id = 0; id < n; ++id) {
+    if (auto bad = FirstInvalidUtf8Byte(v.tokens[id])) {
+      return BadData(fmt::format("{}: token {} is not valid UTF-8 (byte {} of its {} is 0x{:02X})", file, id, *bad,
+                                 v.tokens[id].size(), static_cast<unsigned char>(v.tokens[id][*bad])));
+    }
+  }
   v.idOf.reserve(v.tokens.size());
   for (int32_t id = 0; id < n; ++id) {
     if (!v.tokens[id].empty()) v.idOf[v.tokens[id]] = id;

@@ -2,7 +2,8 @@
 // FinishVocabulary checks it and derives the lookup tables.
 //
 // Contract: FinishVocabulary fails (wb::BadData, message starting with fileName) on an empty
-// vocabulary, lists of different lengths, special ids out of range, and merges that name a
+// vocabulary, lists of different lengths, special ids out of range, a token that is not valid
+// UTF-8 (naming its id, the token's index in the file), and merges that name a
 // token not in the vocabulary or make one that is not in it (HF tokenizers' BPE rejects those
 // too). A text that several ids share maps to the last of them (llama.cpp's token_to_id).
 #pragma once
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "common/expected.h"
+#include "model/tokenizer/normalizer.h"
 #include "model/tokenizer/pre_tokenizer.h"
 #include "model/tokenizer/tokenizer.h"
 
@@ -46,9 +48,13 @@ struct Vocabulary {
   std::vector<float> scores;                         // SentencePiece from GGUF; empty: rank merges
   std::vector<std::pair<std::string, std::string>> mergeList;  // rank order
   bool addSpacePrefix = true;                        // SentencePiece
+  // tokenizer.json's normalizer, applied to each text between special tokens; for
+  // SentencePiece without its Prepend("▁") and Replace(" " -> "▁"), which the encoder does.
+  std::vector<NormalizerStep> normalizers;
+  std::string normalizerText;                        // "NFC", "none", ... for messages
   bool addBos = false;
   bool addEos = false;
-  std::optional<int32_t> bos, eos, unk;
+  std::optional<int32_t> bos, eos, unk, pad;
   std::vector<int32_t> extraEndOfGeneration;        // GGUF eot/eom ids
   std::string chatTemplate;
 

@@ -2,8 +2,10 @@
 // checkpoint (config.json, safetensors, tokenizer.json) written as a GGUF file by the
 // workbook's own writer, laid out as llama.cpp's convert_hf_to_gguf.py lays it out
 // (reference/fixtures/gguf_conversion.h: tensor names, q/k row order, metadata keys) with the
-// tokenizer's keys (reference/fixtures/tokenizer_keys.h). This is how the workbook's own
-// model's GGUF files in data/models/ are made; any llama.cpp-compatible reader loads them.
+// tokenizer's keys (reference/fixtures/tokenizer_keys.h: SentencePiece-style BPE as "llama",
+// byte-level BPE as "gpt2" with llama.cpp's name for its split). This is how the workbook's
+// own model's GGUF files in data/models/ are made; any llama.cpp-compatible reader loads them.
+// What the GGUF leaves out of the tokenizer (an NFC normalizer) is said on stderr.
 //
 // The file is written through a temporary beside OUT and renamed, so OUT is never half
 // written. Exit status: 0 written; 2 a bad checkpoint or usage (the message names the file).
@@ -67,7 +69,13 @@ Status Convert(const std::string& folder, TensorType type, const std::string& na
       .matrixType = type,
       .name = name.empty() ? std::filesystem::path(folder).filename().string() : name,
       .roundToHalf = !allHalf,
-      .writeTokenizer = [&folder](ref::fixtures::GgufWriter& w) { return ref::fixtures::WriteByteLevelBpeKeys(folder, w); },
+      .writeTokenizer =
+          [&folder](ref::fixtures::GgufWriter& w) {
+            std::vector<std::string> notes;
+            wb::Status s = ref::fixtures::WriteTokenizerKeys(folder, w, &notes);
+            for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+            return s;
+          },
   };
   auto bytes = ref::fixtures::ConvertToGguf(hfConfig, *config, *tensors, conversion);
   if (!bytes) return bytes.error();

@@ -85,6 +85,9 @@ Expected<GenerateBinary> GenerateProgram(const GenerateChoice& choice) {
   generateBuild.harnessLibrary = WB_GENERATE_LIBRARY;
   generateBuild.mineKernelsHarnessLibrary = WB_GENERATE_MINE_KERNELS_LIBRARY;
   generateBuild.solutionHarness = WB_GENERATE_SOLUTION;
+  // The generate program also links the tokenizers' ICU (stage 5's child does not).
+  static const std::string linkArgs = std::string(build->childLinkArgs) + " " + WB_GENERATE_EXTRA_LINK_ARGS;
+  generateBuild.childLinkArgs = linkArgs.c_str();
   auto impl = PrepareImplementation(o, *stage, generateBuild, paths);
   if (!impl.ok()) return impl.error();
   const std::string who = choice.mine ? "your decoder (stages/05-decoder)" : "the solution's decoder (solutions/05-decoder)";

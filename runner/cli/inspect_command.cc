@@ -13,6 +13,10 @@
 // shortest decimal that reads back as the same f32, and a non-finite one is the string "inf",
 // "-inf" or "nan" (with its bits when it is not the default quiet NaN), as in the metadata.
 // A name the file does not hold is exit 2, naming the file and the tensor.
+// Without --no-config a tokenizer section follows the config (JSON: "tokenizer"): what the
+// workbook's tokenizer reader makes of the GGUF's tokenizer.ggml.* keys or the folder's
+// tokenizer.json (kind, pre-tokenizer, normalizers, BOS/EOS and whether encoding adds them),
+// or why it cannot read one.
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -27,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "model/tokenizer/tokenizer.h"
 #include "model/files/gguf.h"
 #include "model/files/model_file_summary.h"
 #include "model/files/printable.h"
@@ -82,6 +87,63 @@ std::string WithConfigJson(const std::string& json, const ConfigSection& section
   try {
     nlohmann::json root = nlohmann::json::parse(json);
     root["config"] = {{"available", section.available}, {"ok", section.ok}, {"text", section.text}};
+    return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  } catch (const nlohmann::json::exception&) {
+    return json;
+  }
+}
+
+bool EndsWith(const std::string& text, std::string_view suffix);
+
+// --- the tokenizer: model/tokenizer's reader ------------------------------------------------
+nlohmann::json DescribeTokenizerJson(const std::string& path) {
+  std::error_code error;
+  std::string target = path;
+  if (fsys::path(path).filename() == "config.json") target = fsys::path(path).parent_path().string();
+  if (target.empty()) target = ".";
+  if (!fsys::is_directory(target, error) && !EndsWith(target, ".gguf")) {
+    return {{"ok", false}, {"error", "a .safetensors file holds no tokenizer"}};
+  }
+  const auto opened = tokenizer::Tokenizer::Open(target);
+  if (!opened.ok()) return {{"ok", false}, {"error", opened.error().message}};
+  const tokenizer::Tokenizer& t = *opened;
+  const auto id = [](std::optional<int32_t> v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  const bool spm = t.kind() == tokenizer::TokenizerKind::kSentencePiece;
+  std::optional<int32_t> unk;
+  for (int32_t i = 0; i < t.VocabSize() && !unk; ++i) {
+    if (t.Type(i) == tokenizer::TokenType::kUnknown) unk = i;
+  }
+  return {{"ok", true},
+          {"kind", spm ? "sentencepiece" : "byte-level-bpe"},
+          {"gguf_model", spm ? "llama" : "gpt2"},
+          {"pre_tokenizer", t.preTokenizer()},
+          {"normalizers", t.Normalizers()},
+          {"tokens", t.VocabSize()},
+          {"bos", id(t.Bos())},
+          {"eos", id(t.Eos())},
+          {"unk", id(unk)},
+          {"adds_bos", t.AddsBos()},
+          {"adds_eos", t.AddsEos()},
+          {"chat_template_chars", t.ChatTemplate().size()}};
+}
+
+std::string TokenizerText(const nlohmann::json& t) {
+  if (!t["ok"].get<bool>()) return fmt::format("\ntokenizer: none the workbook reads: {}\n", t["error"].get<std::string>());
+  const auto idText = [](const nlohmann::json& v) { return v.is_null() ? std::string("none") : v.dump(); };
+  return fmt::format(
+      "\ntokenizer (what the workbook's tokenizer reads):\n  {} (GGUF \"{}\"), {} tokens, pre-tokenizer {}, "
+      "normalizers {}\n  BOS {} ({}), EOS {} ({}), unknown {}, chat template {} characters\n",
+      t["kind"].get<std::string>(), t["gguf_model"].get<std::string>(), t["tokens"].get<int32_t>(),
+      t["pre_tokenizer"].get<std::string>().empty() ? "none" : t["pre_tokenizer"].get<std::string>(),
+      t["normalizers"].get<std::string>().empty() ? "none" : t["normalizers"].get<std::string>(), idText(t["bos"]),
+      t["adds_bos"].get<bool>() ? "added" : "not added", idText(t["eos"]),
+      t["adds_eos"].get<bool>() ? "added" : "not added", idText(t["unk"]), t["chat_template_chars"].get<size_t>());
+}
+
+std::string WithTokenizerJson(const std::string& json, const nlohmann::json& tokenizerSection) {
+  try {
+    nlohmann::json root = nlohmann::json::parse(json);
+    root["tokenizer"] = tokenizerSection;
     return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   } catch (const nlohmann::json::exception&) {
     return json;
@@ -230,7 +292,9 @@ Command AddInspectCommand(CLI::App& app) {
               text = o->format == "json" ? dump->json : dump->text;
             } else {
               const ConfigSection config = DescribeModelConfig(o->path);
-              text = o->format == "json" ? WithConfigJson(dump->json, config) : dump->text + ConfigText(config);
+              const nlohmann::json tokenizerSection = DescribeTokenizerJson(o->path);
+              text = o->format == "json" ? WithTokenizerJson(WithConfigJson(dump->json, config), tokenizerSection)
+                                         : dump->text + ConfigText(config) + TokenizerText(tokenizerSection);
             }
             if (!Emit(text, o->output)) return ReportUsageError(fmt::format("{}: cannot write the output", o->output));
             return wb::kExitPass;

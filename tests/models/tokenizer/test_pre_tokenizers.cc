@@ -21,8 +21,9 @@ Pieces Split(PreTokenizerKind kind, const std::string& text) {
   return out;
 }
 
-constexpr PreTokenizerKind kAll[] = {PreTokenizerKind::kGpt2, PreTokenizerKind::kLlama3, PreTokenizerKind::kQwen2,
-                                     PreTokenizerKind::kSmolLm, PreTokenizerKind::kDefault};
+constexpr PreTokenizerKind kAll[] = {PreTokenizerKind::kGpt2,   PreTokenizerKind::kLlama3, PreTokenizerKind::kQwen2,
+                                     PreTokenizerKind::kQwen35, PreTokenizerKind::kTekken, PreTokenizerKind::kSmolLm,
+                                     PreTokenizerKind::kDefault};
 
 }  // namespace
 
@@ -37,6 +38,22 @@ TEST_CASE("'Hello world's 12345 !!' under each pattern") {
   // Punctuation runs first ("'", "!!"), then GPT-2, then \p{N}+, then three ASCII digits.
   CHECK(Split(PreTokenizerKind::kDefault, text) ==
         Pieces{"Hello", " world", "'", "s", " ", "123", "45", " ", "!!"});
+}
+
+TEST_CASE("tekken: words split at a change of case, digits alone, slashes kept after punctuation") {
+  // An upper-case run gives back its last letter to a lower-case run that follows it.
+  CHECK(Split(PreTokenizerKind::kTekken, "HTTPServer is OK") == Pieces{"HTTPServer", " is", " OK"});
+  CHECK(Split(PreTokenizerKind::kTekken, "camelCaseWord") == Pieces{"camel", "Case", "Word"});
+  CHECK(Split(PreTokenizerKind::kTekken, "x=12;") == Pieces{"x", "=", "1", "2", ";"});
+  CHECK(Split(PreTokenizerKind::kTekken, "a.//b") == Pieces{"a", ".//", "b"});
+  CHECK(Split(PreTokenizerKind::kTekken, "I'm") == Pieces{"I", "'m"});  // no contraction rule: "'" leads the word
+}
+
+TEST_CASE("qwen35: marks go with letters") {
+  // Qwen2's pattern cuts a decomposed "é" in two: the combining accent leads the next word.
+  CHECK(Split(PreTokenizerKind::kQwen2, "cafe\u0301s") == Pieces{"cafe", "\u0301s"});
+  CHECK(Split(PreTokenizerKind::kQwen35, "cafe\u0301s") == Pieces{"cafe\u0301s"});
+  CHECK(Split(PreTokenizerKind::kQwen35, "नमस्ते 12") == Pieces{"नमस्ते", " ", "1", "2"});
 }
 
 TEST_CASE("whitespace runs: the last space goes with the next word") {
@@ -96,11 +113,24 @@ TEST_CASE("GGUF names map as llama.cpp maps them") {
   CHECK(PreTokenizerFromGgufName("gpt-2")->kind == PreTokenizerKind::kGpt2);
   CHECK(PreTokenizerFromGgufName("qwen2")->kind == PreTokenizerKind::kQwen2);
   CHECK(PreTokenizerFromGgufName("smollm")->kind == PreTokenizerKind::kSmolLm);
+  CHECK(PreTokenizerFromGgufName("olmo")->kind == PreTokenizerKind::kGpt2);
+  CHECK(PreTokenizerFromGgufName("tekken")->kind == PreTokenizerKind::kTekken);
+  CHECK(PreTokenizerFromGgufName("tekken")->ignoreMerges);
+  CHECK(PreTokenizerFromGgufName("tekken")->addsBos);
+  CHECK(PreTokenizerFromGgufName("qwen35")->kind == PreTokenizerKind::kQwen35);
+  CHECK(!PreTokenizerFromGgufName("qwen2")->addsBos);
   CHECK(PreTokenizerFromGgufName("")->kind == PreTokenizerKind::kDefault);
   CHECK(!PreTokenizerFromGgufName("mystery").has_value());
 }
 
-TEST_CASE("Unicode tables and GPT-2's byte table") {
+TEST_CASE("Unicode classes (ICU) and GPT-2's byte table") {
+  CHECK(IsMark(0x0301));
+  CHECK(!IsLetter(0x0301));
+  CHECK(IsUpperOrOtherLetterOrMark(U'ǅ'));  // Lt
+  CHECK(!IsLowerOrOtherLetterOrMark(U'ǅ'));
+  CHECK(IsLowerOrOtherLetterOrMark(U'中'));  // Lo is both
+  CHECK(IsUpperOrOtherLetterOrMark(U'中'));
+  CHECK(!IsLetter(kInvalidCodePoint));
   CHECK(IsLetter(U'Ж'));
   CHECK(IsLetter(U'中'));
   CHECK(!IsLetter(U'1'));

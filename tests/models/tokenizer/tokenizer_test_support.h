@@ -109,7 +109,8 @@ inline ref::fixtures::GgufWriter ByteLevelGguf(const std::string& pre) {
   return w;
 }
 
-// The HF twin of ByteLevelGguf with the same pre-tokenizer ("gpt-2", "llama3", "qwen2", "smollm").
+// The HF twin of ByteLevelGguf with the same pre-tokenizer ("gpt-2", "llama3", "qwen2", "qwen35",
+// "tekken", "smollm"): a GGUF "llama-bpe" or "tekken" ignores merges, and so does this file then.
 inline nlohmann::json ByteLevelJson(const std::string& pre) {
   using nlohmann::json;
   json vocab = json::object();
@@ -131,9 +132,15 @@ inline nlohmann::json ByteLevelJson(const std::string& pre) {
     preTokenizer = {{"type", "Sequence"},
                     {"pretokenizers", json::array({{{"type", "Digits"}, {"individual_digits", true}}, byteLevel})}};
   } else {
-    const std::string pattern = pre == "llama3"
-        ? R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"
-        : R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    // The Split patterns as the published tokenizer.json files spell them.
+    const std::string pattern =
+        pre == "llama3"
+            ? R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"
+        : pre == "tekken"
+            ? R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"
+        : pre == "qwen35"
+            ? R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"
+            : R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
     json noRegex = byteLevel;
     noRegex["use_regex"] = false;
     preTokenizer = {{"type", "Sequence"},
@@ -147,7 +154,7 @@ inline nlohmann::json ByteLevelJson(const std::string& pre) {
           {"pre_tokenizer", preTokenizer},
           {"post_processor", byteLevel},
           {"decoder", byteLevel},
-          {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"ignore_merges", pre == "llama3"},
+          {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"ignore_merges", pre == "llama3" || pre == "tekken"},
                      {"byte_fallback", false}}}};
 }
 
