@@ -54,6 +54,7 @@ struct Expr {
   std::vector<std::pair<std::string, ExprPtr>> keywords;  // name=value arguments
   std::vector<std::string> ops;   // kCompare: ==, !=, <, <=, >, >=, in, notin
   bool negated = false;           // kTest: `is not`
+  int depth = 1;                  // of the tree below (the parser bounds it, see jinja_parse.cc)
 };
 
 // What `{% set %}` and `{% for %}` assign to: a name, names to unpack, or a namespace's

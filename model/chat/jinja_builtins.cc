@@ -8,7 +8,11 @@
 // A built-in Jinja has and this file does not is refused by name when it is reached.
 #include <algorithm>
 #include <cmath>
+#include <charconv>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <optional>
 
@@ -371,6 +375,9 @@ std::string PercentFormat(const std::string& text, const Value& arguments) {
     while (i < text.size() && std::string_view("-+ 0#.0123456789").find(text[i]) != std::string_view::npos) spec += text[i++];
     if (i >= text.size()) ThrowTemplateError("incomplete format");
     const char conversion = text[i];
+    if (spec.find_first_of("123456789") != std::string::npos && std::stoi("0" + spec.substr(spec.find_first_of("123456789"), 6)) > 4096) {
+      ThrowUnsupported("a printf-style width or precision above 4096");
+    }
     if (next >= values.size()) ThrowTemplateError("not enough arguments for format string");
     const Value& value = values[next++];
     if (conversion == 's' || conversion == 'r') {
@@ -378,7 +385,9 @@ std::string PercentFormat(const std::string& text, const Value& arguments) {
       out += spec.empty() ? s : CFormat("%" + spec + "s", s.c_str());
     } else if (conversion == 'd' || conversion == 'i') {
       if (!value.IsNumber()) ThrowTemplateError(fmt::format("%d format: a real number is required, not {}", value.TypeName()));
-      out += CFormat("%" + spec + "lld", static_cast<long long>(value.kind() == ValueKind::kFloat ? std::trunc(value.AsDouble()) : value.AsInt()));
+      const double real = value.AsDouble();
+      if (value.kind() == ValueKind::kFloat && !(std::fabs(real) < 9.2e18)) ThrowUnsupported("%d of a float beyond 64-bit integers");
+      out += CFormat("%" + spec + "lld", static_cast<long long>(value.kind() == ValueKind::kFloat ? std::trunc(real) : value.AsInt()));
     } else if (conversion == 'f') {
       if (!value.IsNumber()) ThrowTemplateError(fmt::format("must be real number, not {}", value.TypeName()));
       out += CFormat("%" + spec + "f", value.AsDouble());
@@ -423,8 +432,9 @@ std::string BraceFormat(const std::string& text, const CallArguments& arguments)
       if (automatic < arguments.positional.size()) value = &arguments.positional[automatic];
       ++automatic;
     } else if (std::all_of(field.begin(), field.end(), [](char d) { return std::isdigit(static_cast<unsigned char>(d)); })) {
-      const size_t index = std::stoul(field);
-      if (index < arguments.positional.size()) value = &arguments.positional[index];
+      size_t index = 0;
+      const auto parsed = std::from_chars(field.data(), field.data() + field.size(), index);
+      if (parsed.ec == std::errc() && index < arguments.positional.size()) value = &arguments.positional[index];
     } else {
       for (const auto& [name, v] : arguments.keywords) {
         if (name == field) value = &v;
@@ -659,7 +669,9 @@ Value AttributePath(const Value& item, const std::string& path) {
     const size_t dot = path.find('.', start);
     const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    current = GetItem(current, numeric ? Value::Int(std::stoll(part)) : Value::String(part));
+    int64_t index = 0;
+    const bool isIndex = numeric && std::from_chars(part.data(), part.data() + part.size(), index).ec == std::errc();
+    current = GetItem(current, isIndex ? Value::Int(index) : Value::String(part));
     if (dot == std::string::npos) return current;
     start = dot + 1;
   }
@@ -737,7 +749,8 @@ Value IntFilter(const Value& subject, CallArguments& a) {
   const Value otherwise = fallback != nullptr ? *fallback : Value::Int(0);
   if (subject.IsIntegral()) return Value::Int(subject.AsInt());
   if (subject.kind() == ValueKind::kFloat) {
-    return std::isfinite(subject.AsDouble()) ? Value::Int(static_cast<int64_t>(std::trunc(subject.AsDouble()))) : otherwise;
+    const double d = subject.AsDouble();
+    return std::isfinite(d) && std::fabs(d) < 9.2e18 ? Value::Int(static_cast<int64_t>(std::trunc(d))) : otherwise;
   }
   if (subject.IsString()) {
     std::string text = Strip(subject.AsString(), nullptr, true, true);
@@ -751,7 +764,9 @@ Value IntFilter(const Value& subject, CallArguments& a) {
     try {
       size_t used = 0;
       const double parsed = std::stod(text, &used);
-      if (used == text.size() && std::isfinite(parsed)) return Value::Int(static_cast<int64_t>(std::trunc(parsed)));
+      if (used == text.size() && std::isfinite(parsed) && std::fabs(parsed) < 9.2e18) {
+        return Value::Int(static_cast<int64_t>(std::trunc(parsed)));
+      }
     } catch (const std::exception&) {
     }
   }
@@ -786,7 +801,13 @@ Value RoundFilter(const Value& subject, CallArguments& a) {
   if (method == "common") {
     // Python's round(): half to even on the exact binary value; an int stays an int.
     if (subject.IsIntegral()) return Value::Int(subject.AsInt());
-    return Value::Float(std::stod(fmt::format("{:.{}f}", subject.AsDouble(), std::max<int64_t>(precision, 0))));
+    const double d = subject.AsDouble();
+    if (!std::isfinite(d) || precision > 30) return Value::Float(d);
+    if (precision < 0) {
+      const double scale = std::pow(10.0, static_cast<double>(-precision));
+      return Value::Float(std::nearbyint(d / scale) * scale);
+    }
+    return Value::Float(std::strtod(fmt::format("{:.{}f}", d, precision).c_str(), nullptr));
   }
   const double scale = std::pow(10.0, static_cast<double>(precision));
   const double scaled = subject.AsDouble() * scale;
@@ -1093,9 +1114,15 @@ Value BinaryOperation(const std::string& op, const Value& left, const Value& rig
     const bool integral = left.IsIntegral() && right.IsIntegral();
     const int64_t a = left.AsInt(), b = right.AsInt();
     const double x = left.AsDouble(), y = right.AsDouble();
-    if (op == "+") return integral ? Value::Int(a + b) : Value::Float(x + y);
-    if (op == "-") return integral ? Value::Int(a - b) : Value::Float(x - y);
-    if (op == "*") return integral ? Value::Int(a * b) : Value::Float(x * y);
+    // Python's integers have no limit; these have 64 bits, and say so rather than wrap.
+    int64_t result = 0;
+    auto checked = [&](bool overflowed) {
+      if (overflowed) ThrowUnsupported("integer arithmetic beyond 64 bits");
+      return Value::Int(result);
+    };
+    if (op == "+") return integral ? checked(__builtin_add_overflow(a, b, &result)) : Value::Float(x + y);
+    if (op == "-") return integral ? checked(__builtin_sub_overflow(a, b, &result)) : Value::Float(x - y);
+    if (op == "*") return integral ? checked(__builtin_mul_overflow(a, b, &result)) : Value::Float(x * y);
     if (op == "/") {
       if (y == 0) ThrowTemplateError("division by zero");
       return Value::Float(x / y);
@@ -1104,6 +1131,7 @@ Value BinaryOperation(const std::string& op, const Value& left, const Value& rig
       if (y == 0) ThrowTemplateError(integral ? "integer division or modulo by zero" : "float modulo");
       if (integral) {
         // Python floors the quotient; the remainder takes the divisor's sign.
+        if (a == INT64_MIN && b == -1) ThrowUnsupported("integer arithmetic beyond 64 bits");
         int64_t quotient = a / b;
         if ((a % b != 0) && ((a < 0) != (b < 0))) --quotient;
         return op == "//" ? Value::Int(quotient) : Value::Int(a - quotient * b);
@@ -1114,8 +1142,12 @@ Value BinaryOperation(const std::string& op, const Value& left, const Value& rig
     }
     if (op == "**") {
       if (integral && b >= 0) {
-        int64_t result = 1;
-        for (int64_t i = 0; i < b; ++i) result *= a;
+        if (a == 0 || a == 1) return Value::Int(b == 0 ? 1 : a);
+        if (a == -1) return Value::Int(b % 2 == 0 ? 1 : -1);
+        result = 1;  // |a| >= 2 overflows within 63 steps
+        for (int64_t i = 0; i < b; ++i) {
+          if (__builtin_mul_overflow(result, a, &result)) ThrowUnsupported("integer arithmetic beyond 64 bits");
+        }
         return Value::Int(result);
       }
       return Value::Float(std::pow(x, y));
@@ -1140,6 +1172,9 @@ Value BinaryOperation(const std::string& op, const Value& left, const Value& rig
     const Value* count = left.IsIntegral() ? &left : &right;
     if (count->IsIntegral() && (sequence->IsString() || (sequence->IsList() && !sequence->IsGenerator()))) {
       const int64_t times = std::max<int64_t>(0, count->AsInt());
+      const size_t unit = sequence->IsString() ? sequence->AsString().size() : sequence->AsList().size();
+      constexpr int64_t kMaxRepeated = int64_t{1} << 26;
+      if (unit > 0 && times > kMaxRepeated / static_cast<int64_t>(unit)) ThrowUnsupported("repeating a value past 64 MiB");
       if (sequence->IsString()) {
         std::string out;
         for (int64_t i = 0; i < times; ++i) out += sequence->AsString();
@@ -1220,7 +1255,10 @@ Value FilterValue(Renderer& renderer, const std::string& name, const Value& subj
   if (name == "abs") {
     a.Finish(name);
     if (subject.kind() == ValueKind::kFloat) return Value::Float(std::fabs(subject.AsDouble()));
-    if (subject.IsIntegral()) return Value::Int(std::llabs(subject.AsInt()));
+    if (subject.IsIntegral()) {
+      if (subject.AsInt() == INT64_MIN) ThrowUnsupported("integer arithmetic beyond 64 bits");
+      return Value::Int(std::llabs(subject.AsInt()));
+    }
     ThrowTemplateError(fmt::format("bad operand type for abs(): '{}'", subject.TypeName()));
   }
   if (name == "replace") {

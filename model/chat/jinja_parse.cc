@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdlib>
 #include <optional>
 #include <cstdint>
 #include <string>
@@ -325,15 +326,26 @@ class Lexer {
     const bool afterDot = pos_ > 0 && s_[pos_ - 1] == '.';
     if (s_[pos_] == '0' && pos_ + 1 < s_.size() && std::string_view("bBoOxX").find(s_[pos_ + 1]) != std::string_view::npos) {
       const int base = std::tolower(s_[pos_ + 1]) == 'b' ? 2 : std::tolower(s_[pos_ + 1]) == 'o' ? 8 : 16;
+      auto isDigit = [base](char c) {
+        const int value = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+                          : std::isxdigit(static_cast<unsigned char>(c)) ? std::tolower(c) - 'a' + 10
+                                                                         : 99;
+        return value < base;
+      };
       size_t end = pos_ + 2;
       std::string digits;
-      while (end < s_.size() && (std::isxdigit(static_cast<unsigned char>(s_[end])) || s_[end] == '_')) {
+      while (end < s_.size() && (isDigit(s_[end]) || (s_[end] == '_' && end + 1 < s_.size() && isDigit(s_[end + 1])))) {
         if (s_[end] != '_') digits += s_[end];
         ++end;
       }
-      tokens_.push_back({TokenKind::kInt, s_.substr(pos_, end - pos_), line_, std::stoll(digits, nullptr, base)});
-      pos_ = end;
-      return;
+      if (!digits.empty()) {  // else "0" alone, and what follows is lexed on its own
+        Token token{TokenKind::kInt, s_.substr(pos_, end - pos_), line_};
+        const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), token.integer, base);
+        if (parsed.ec != std::errc()) ThrowUnsupported(fmt::format("the integer {} (beyond 64 bits)", token.text), line_);
+        tokens_.push_back(std::move(token));
+        pos_ = end;
+        return;
+      }
     }
     size_t end = digitsFrom(pos_);
     bool isFloat = false;
@@ -356,7 +368,7 @@ class Lexer {
     }
     Token token{isFloat ? TokenKind::kFloat : TokenKind::kInt, text, line_};
     if (isFloat) {
-      token.real = std::stod(plain);
+      token.real = std::strtod(plain.c_str(), nullptr);  // 1e999 is inf, as in Python
     } else {
       const auto parsed = std::from_chars(plain.data(), plain.data() + plain.size(), token.integer);
       if (parsed.ec != std::errc()) ThrowUnsupported(fmt::format("the integer {} (beyond 64 bits)", text), line_);
@@ -512,7 +524,18 @@ class Parser {
     }
   }
 
+  // Nesting deeper than any template needs is refused before it can exhaust the stack.
+  struct NestingGuard {
+    NestingGuard(int& depth, int line) : depth_(depth) {
+      constexpr int kMaxNesting = 200;
+      if (++depth_ > kMaxNesting) ThrowTemplateError("the template nests blocks or brackets too deeply", line);
+    }
+    ~NestingGuard() { --depth_; }
+    int& depth_;
+  };
+
   NodePtr ParseStatement() {
+    const NestingGuard nesting(nesting_, Current().line);
     const Token tag = Next();
     auto node = std::make_unique<Node>();
     node->line = tag.line;
@@ -677,6 +700,21 @@ class Parser {
     return expr;
   }
 
+  // An expression's tree grows one level with each operator, filter, call or attribute; a
+  // chain of them deeper than any template writes is refused here, so that rendering and
+  // destroying the tree need only a bounded stack.
+  ExprPtr Deepen(ExprPtr node) {
+    constexpr int kMaxExpressionDepth = 400;
+    int below = 0;
+    for (const ExprPtr& item : node->items) {
+      if (item) below = std::max(below, item->depth);
+    }
+    for (const auto& [key, value] : node->keywords) below = std::max(below, value->depth);
+    node->depth = below + 1;
+    if (node->depth > kMaxExpressionDepth) ThrowTemplateError("the expression nests too deeply", node->line);
+    return node;
+  }
+
   // Jinja's parse_tuple: expressions separated by commas make a tuple; one alone is itself.
   ExprPtr ParseTuple(bool withConditional, bool stopAtRecursive = false, bool explicitParentheses = false) {
     const int line = Current().line;
@@ -701,7 +739,7 @@ class Parser {
     if (items.size() == 1 && !sawComma) return std::move(items[0]);
     auto tuple = Make(ExprKind::kTuple, line);
     tuple->items = std::move(items);
-    return tuple;
+    return Deepen(std::move(tuple));
   }
 
   ExprPtr ParseExpression(bool withConditional) { return withConditional ? ParseConditional() : ParseOr(); }
@@ -735,7 +773,7 @@ class Parser {
       node->items.push_back(std::move(value));
       node->items.push_back(std::move(condition));
       node->items.push_back(std::move(otherwise));
-      value = std::move(node);
+      value = Deepen(std::move(node));
     }
     return value;
   }
@@ -745,7 +783,7 @@ class Parser {
     node->name = std::move(op);
     node->items.push_back(std::move(left));
     node->items.push_back(std::move(right));
-    return node;
+    return Deepen(std::move(node));
   }
 
   ExprPtr ParseOr() {
@@ -769,7 +807,7 @@ class Parser {
       const int line = Next().line;
       auto node = Make(ExprKind::kNot, line);
       node->items.push_back(ParseNot());
-      return node;
+      return Deepen(std::move(node));
     }
     return ParseCompare();
   }
@@ -799,7 +837,7 @@ class Parser {
     node->items.push_back(std::move(first));
     for (auto& operand : operands) node->items.push_back(std::move(operand));
     node->ops = std::move(ops);
-    return node;
+    return Deepen(std::move(node));
   }
   ExprPtr ParseMath1() {
     ExprPtr left = ParseConcat();
@@ -834,14 +872,17 @@ class Parser {
     return left;
   }
   ExprPtr ParseUnary(bool withFilter) {
+    const NestingGuard nesting(nesting_, Current().line);
     ExprPtr node;
     const int line = Current().line;
     if (SkipOperator("-")) {
       node = Make(ExprKind::kNegate, line);
       node->items.push_back(ParseUnary(false));
+      node = Deepen(std::move(node));
     } else if (SkipOperator("+")) {
       node = Make(ExprKind::kPlus, line);
       node->items.push_back(ParseUnary(false));
+      node = Deepen(std::move(node));
     } else {
       node = ParsePrimary();
     }
@@ -851,6 +892,7 @@ class Parser {
   }
 
   ExprPtr ParsePrimary() {
+    const NestingGuard nesting(nesting_, Current().line);
     const Token token = Current();
     if (token.kind == TokenKind::kName) {
       ++i_;
@@ -886,7 +928,7 @@ class Parser {
         if (SkipOperator("]")) break;
         list->items.push_back(ParseExpression(true));
       }
-      return list;
+      return Deepen(std::move(list));
     }
     if (SkipOperator("{")) {
       auto dict = Make(ExprKind::kDict, token.line);
@@ -897,7 +939,7 @@ class Parser {
         ExpectOperator(":");
         dict->items.push_back(ParseExpression(true));
       }
-      return dict;
+      return Deepen(std::move(dict));
     }
     Fail(fmt::format("unexpected {}", Describe(token)));
   }
@@ -916,12 +958,12 @@ class Parser {
           auto attr = Make(ExprKind::kGetAttr, line);
           attr->name = Next().text;
           attr->items.push_back(std::move(node));
-          node = std::move(attr);
+          node = Deepen(std::move(attr));
         } else if (Current().kind == TokenKind::kInt) {
           auto item = Make(ExprKind::kGetItem, line);
           item->items.push_back(std::move(node));
           item->items.push_back(Literal(Value::Int(Next().integer), line));
-          node = std::move(item);
+          node = Deepen(std::move(item));
         } else {
           Fail(fmt::format("expected name or number, got {}", Describe(Current())));
         }
@@ -954,12 +996,12 @@ class Parser {
       auto item = Make(ExprKind::kGetItem, line);
       item->items.push_back(std::move(node));
       item->items.push_back(std::move(bounds[0]));
-      return item;
+      return Deepen(std::move(item));
     }
     auto slice = Make(ExprKind::kSlice, line);
     slice->items.push_back(std::move(node));
     for (auto& bound : bounds) slice->items.push_back(std::move(bound));
-    return slice;
+    return Deepen(std::move(slice));
   }
 
   // "(" positional and name=value arguments ")" into `node` (after items[0]).
@@ -986,7 +1028,7 @@ class Parser {
     auto call = Make(ExprKind::kCall, Current().line);
     call->items.push_back(std::move(callee));
     ParseArguments(*call);
-    return call;
+    return Deepen(std::move(call));
   }
 
   ExprPtr ParseFilterExpression(ExprPtr node) {
@@ -1017,7 +1059,7 @@ class Parser {
       filter->name = std::move(name);
       filter->items.push_back(std::move(subject));
       if (IsOperator("(")) ParseArguments(*filter);
-      subject = std::move(filter);
+      subject = Deepen(std::move(filter));
     } while (!justOne && IsOperator("|"));
     return subject;
   }
@@ -1044,7 +1086,7 @@ class Parser {
         test->items.push_back(ParsePostfix(ParsePrimary()));
       }
     }
-    return test;
+    return Deepen(std::move(test));
   }
 
   // An unknown filter or test outside a soft frame fails the template; inside one it is left
@@ -1070,6 +1112,7 @@ class Parser {
 
   std::vector<Token> t_;
   size_t i_ = 0;
+  int nesting_ = 0;
   int loopDepth_ = 0;
 };
 

@@ -3,6 +3,7 @@
 // "Expressions"; scoping as in "Assignments": a for loop's assignments end with its
 // iteration, which is why templates use namespace()).
 #include <algorithm>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -387,6 +388,7 @@ Value Renderer::Evaluate(const Expr& expr, const std::shared_ptr<Scope>& scope) 
       }
       if (expr.kind == ExprKind::kPlus) return operand.kind() == ValueKind::kBool ? Value::Int(operand.AsInt()) : operand;
       if (operand.kind() == ValueKind::kFloat) return Value::Float(-operand.AsDouble());
+      if (operand.AsInt() == INT64_MIN) ThrowUnsupported("integer arithmetic beyond 64 bits");
       return Value::Int(-operand.AsInt());
     }
     case ExprKind::kNot: return Value::Bool(!Evaluate(*expr.items[0], scope).Truthy());

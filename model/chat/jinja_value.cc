@@ -291,7 +291,7 @@ const std::string& Value::AsString() const { return string_ ? *string_ : EmptySt
 
 int64_t Value::AsInt() const {
   if (kind_ == ValueKind::kBool) return boolean_ ? 1 : 0;
-  if (kind_ == ValueKind::kFloat) return static_cast<int64_t>(real_);
+  if (kind_ == ValueKind::kFloat) return std::fabs(real_) < 9.2e18 ? static_cast<int64_t>(real_) : 0;
   return integer_;
 }
 

@@ -23,8 +23,7 @@ void AddGenerateOptions(CLI::App& app, GenerateSettings& s) {
       ->capture_default_str();
   app.add_flag("--chat", s.chat, "Format the prompt with the model's chat template");
   app.add_option("--system", s.system, "With --chat: a system message");
-  app.add_option("--messages", s.messages,
-                 "With --chat: a JSON file of messages, a list of {\"role\", \"content\"} (then --prompt is optional)");
+  app.add_option("--messages", s.messages, "With --chat: earlier turns, a JSON list of {role, content} objects");
   app.add_flag("--show-prompt", s.showPrompt, "With --chat: print the prompt the chat template wrote");
   app.add_option("-t,--threads", s.threads, "Threads for the decoder (0: every core)")->capture_default_str();
   app.add_option("--cache", s.cache, "The KV cache's rows: f32, f16 or int8")->capture_default_str();

@@ -2,7 +2,7 @@
 """`generate --chat` renders the model's own chat template, end to end.
 
 The workbook's model (data/models/kjv-llama-2m) has no chat template, so this test copies its
-Hugging Face folder to a temporary one (links to the weights and tokenizer.json) whose
+Hugging Face folder (4 MB) to temporary ones whose
 tokenizer_config.json carries a template written for this test, and runs the generate
 program on it:
   - --show-prompt prints exactly the text the template writes for --system and --prompt
@@ -15,11 +15,14 @@ program on it:
     template is refused naming the file;
   - through the `workbook generate` front end too, which must let the confined program read
     the messages file.
-Usage: generate_chat_check.py SOURCE_ROOT GENERATE_PROGRAM WORKBOOK_EXE
+The temporary folders are made in WORK_DIR (the build folder), readable by all: the confined
+program that `workbook generate` runs has a /tmp of its own and may run as another user.
+Usage: generate_chat_check.py SOURCE_ROOT GENERATE_PROGRAM WORKBOOK_EXE WORK_DIR
 """
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,8 +44,9 @@ def run(args):
 def make_folder(root, parent, template):
     source = os.path.join(root, "data", "models", "kjv-llama-2m", "hf")
     folder = tempfile.mkdtemp(dir=parent)
+    os.chmod(folder, 0o755)  # readable by the unprivileged user the confined program may run as
     for name in ("config.json", "model.safetensors", "tokenizer.json"):
-        os.symlink(os.path.join(source, name), os.path.join(folder, name))
+        shutil.copyfile(os.path.join(source, name), os.path.join(folder, name))
     config = json.load(open(os.path.join(source, "tokenizer_config.json")))
     if template is not None:
         config["chat_template"] = template
@@ -51,7 +55,7 @@ def make_folder(root, parent, template):
 
 
 def main():
-    root, program, workbook = sys.argv[1], sys.argv[2], sys.argv[3]
+    root, program, workbook, work = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
     failures = []
 
     def expect(condition, what):
@@ -61,7 +65,8 @@ def main():
     tokenizer = json.load(open(os.path.join(root, "data", "models", "kjv-llama-2m", "hf", "tokenizer.json")))
     bos = next(t["id"] for t in tokenizer["added_tokens"] if t["content"] == "<|endoftext|>")
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        os.chmod(tmp, 0o755)
         with_bos = make_folder(root, tmp, TEMPLATE_WITH_BOS)
         without_bos = make_folder(root, tmp, TEMPLATE_WITHOUT_BOS)
         unsupported = make_folder(root, tmp, TEMPLATE_UNSUPPORTED)
