@@ -1006,22 +1006,14 @@ Value GetAttribute(const Value& object, const std::string& name) {
   if (IsMutatingMethod(object, name)) {
     return Value::Undefined(fmt::format("access to attribute '{}' of '{}' object is unsafe.", name, object.TypeName()));
   }
+  // A method of Python's this interpreter does not run is bound too, and refused by name
+  // when called (StringMethod), rather than taken for a missing attribute.
   if (IsKnownMethod(object, name)) return BoundMethod(object, name);
   if (object.IsDict()) {
     if (const Value* found = object.Find(name)) return *found;
   }
   if (object.kind() == ValueKind::kObject) {
     if (const Value* found = object.AsObject()->Find(name)) return *found;
-  }
-  if (object.IsString() || object.IsList()) {
-    // A Python method this interpreter does not have: refused by name rather than taken for
-    // a missing attribute.
-    static const std::vector<std::string> kPythonOnly = {"casefold", "center", "encode", "expandtabs", "format_map",
-        "isascii", "isdecimal", "isidentifier", "isnumeric", "isprintable", "istitle", "ljust", "maketrans",
-        "partition", "removeprefix", "removesuffix", "rjust", "rpartition", "swapcase", "translate", "zfill"};
-    if (object.IsString() && std::find(kPythonOnly.begin(), kPythonOnly.end(), name) != kPythonOnly.end()) {
-      ThrowUnsupported(fmt::format("the str method '{}'", name));
-    }
   }
   return Value::Undefined(fmt::format("'{}' has no attribute '{}'", ObjectDescription(object), name));
 }
