@@ -7,10 +7,10 @@
 //
 // With --chat the conversation is rendered by the model's own chat template
 // (chat_template.h); --show-prompt prints that text before the answer (and json output has
-// it as "chat_prompt"). It tokenizes the prompt (model/tokenizer), runs it through the decoder in one call (the
-// prefill; longer prompts in calls of kMaxCallTokens), then one token per call (decode
-// steps), each chosen by the sampler (sampler.h), until the end-of-generation token, -n
-// tokens, a full context or Ctrl-C. Text streams to stdout as it is made; the figures go to
+// it as "chat_prompt"). It tokenizes the prompt (model/tokenizer), runs it through the
+// decoder in one call (the prefill; longer prompts in calls of kMaxCallTokens), then one
+// token per call (decode steps), each chosen by the sampler (sampler.h), until the
+// end-of-generation token, -n tokens, a full context or Ctrl-C. Text streams to stdout as it is made; the figures go to
 // stderr at the end (text format) or into the JSON object (json format). With --bench it
 // times the decoder instead (generate_bench.h).
 //
