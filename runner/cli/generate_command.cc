@@ -127,8 +127,14 @@ Command AddGenerateCommand(CLI::App& app) {
             settings->decoderName = program->decoderName;
             // The decoder runs confined, as check's child does: it reads the model and nothing
             // else of the caller's, from "/", so the model's path is made absolute.
-            const std::vector<std::string> readable = ModelReadablePaths(settings->model);
+            std::vector<std::string> readable = ModelReadablePaths(settings->model);
             if (!readable.empty()) settings->model = readable.front();
+            // --messages: the one other file it reads, by its absolute path.
+            if (!settings->messages.empty()) {
+              std::error_code ec;
+              settings->messages = std::filesystem::absolute(settings->messages, ec).lexically_normal().string();
+              readable.push_back(settings->messages);
+            }
             std::vector<std::string> args = generate::ToArguments(*settings);
             args.insert(args.begin(), program->path);
             auto ran = RunConfinedProgram(

@@ -1,46 +1,56 @@
-// Chat prompts for `./workbook generate --chat`: which of five known layouts a model's chat
-// template is, and the prompt text of a conversation in that layout.
+// Chat prompts for `./workbook generate --chat`: the conversation, the model's own chat
+// template rendered by the workbook's Jinja interpreter (model/chat/jinja.h), and the BOS rule.
 //
-// Contract: the workbook runs no Jinja. DetectChatFormat recognises a template (GGUF
-// tokenizer.chat_template, or tokenizer_config.json's chat_template) by the special-token
-// text each layout uses; FormatChat writes the layout out by hand, from its published
-// description (cited in chat_template.cc). The prompt ends with the assistant's turn opened
-// (Hugging Face's add_generation_prompt) and has no BOS: the tokenizer adds BOS as the model
-// says. Special tokens appear as their text, to be parsed as special tokens when encoded.
-// Errors are values: a usage error for a template the workbook cannot follow or a role it
-// does not know.
+// Contract: RenderChatPrompt renders the template (GGUF tokenizer.chat_template, or the HF
+// folder's tokenizer_config.json chat_template / chat_template.jinja) with the variables
+// transformers' apply_chat_template passes: messages, tools (none), documents (none),
+// add_generation_prompt (true: the prompt ends with the assistant's turn opened) and the
+// tokenizer's special tokens (bos_token, eos_token, when the tokenizer has them). The text is
+// what Jinja would give, or an error naming the template's line and, for a construct the
+// interpreter does not run, the construct. ChatPromptIds adds the tokenizer's BOS in front
+// of the rendered text's ids only when the template wrote none and the tokenizer adds BOS
+// (llama.cpp's rule; transformers adds none, and both agree whenever the template writes
+// BOS itself). Errors are values: kBadUsage for a messages file or conversation the user gave,
+// kBadData for the model's template.
 #pragma once
 
-#include <span>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/expected.h"
 
 namespace wb::generate {
 
-enum class ChatFormat { kChatMl, kLlama3, kGemma, kMistralInst, kZephyr };
+// A --messages file: a JSON list of objects, each with "role" (a string) and "content" (a
+// string, or null when the message has "tool_calls"); other members are passed to the
+// template as they are. Errors name the file and the message (1-based) that is wrong.
+Expected<nlohmann::ordered_json> ReadChatMessages(const std::string& path);
 
-// The layout of `templateText`, by its markers, in this order: ChatML "<|im_start|>",
-// Llama 3 "<|start_header_id|>", Gemma "<start_of_turn>", Mistral "[INST]" (but not Llama 2's
-// "<<SYS>>", whose system block is another layout), Zephyr "<|user|>" with "<|assistant|>"
-// (but not Phi-3's "<|end|>", which ends its turns with another token). An empty template:
-// "this model has no chat template; run without --chat"; one with none of the markers: "this
-// model's chat template is not one the workbook knows (...); run without --chat", quoting its
-// first 60 characters, the unprintable ones shown as escapes.
-Expected<ChatFormat> DetectChatFormat(std::string_view templateText);
+// The conversation: --system first (when not empty), the file's messages, then `prompt` as
+// the user's message (generate passes --prompt, even an empty one, unless a messages file
+// was given without --prompt).
+nlohmann::ordered_json ChatConversation(const std::string& system, const nlohmann::ordered_json& fileMessages,
+                                        const std::optional<std::string>& prompt);
 
-// "ChatML", "Llama 3", "Gemma", "Mistral [INST]", "Zephyr".
-std::string ChatFormatName(ChatFormat format);
-
-struct ChatMessage {
-  std::string role;  // "system", "user" or "assistant"
-  std::string content;
+struct ChatSpecialTokens {
+  std::optional<std::string> bos;  // the BOS token's text ("<s>", "<|begin_of_text|>")
+  std::optional<std::string> eos;
 };
 
-// The prompt text for `messages` in `format`, ending with the assistant's turn opened, without
-// BOS. Errors: no messages; a role other than system/user/assistant (named); for Gemma and
-// Mistral, which have no system turn, a system message not followed by a user message.
-Expected<std::string> FormatChat(ChatFormat format, std::span<const ChatMessage> messages);
+// The prompt text: `templateText` rendered for `messages` with add_generation_prompt. Errors:
+// an empty template ("this model has no chat template; run without --chat"); the template's
+// own error or refusal ("the chat template, line N: ...").
+Expected<std::string> RenderChatPrompt(std::string_view templateText, const nlohmann::ordered_json& messages,
+                                       const ChatSpecialTokens& specialTokens);
+
+// The ids of the rendered prompt (encoded with special tokens parsed and nothing added) with
+// BOS put in front when the template wrote none (`ids` does not start with it) and the
+// tokenizer adds BOS (`addsBos`).
+std::vector<int32_t> ChatPromptIds(std::vector<int32_t> ids, std::optional<int32_t> bos, bool addsBos);
 
 }  // namespace wb::generate

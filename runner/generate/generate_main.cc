@@ -1,13 +1,16 @@
 // The generate program: a decoder_forward (the solution's, or with `workbook generate --mine`
 // the student's stages/05-decoder, compiled by the runner against this library) writing text.
 //
-//   <program> --model PATH --prompt TEXT [-n N] [--seed S] [sampler options] [--chat]
+//   <program> --model PATH --prompt TEXT [-n N] [--seed S] [sampler options]
+//             [--chat [--system TEXT] [--messages FILE.json] [--show-prompt]]
 //             [--threads T] [--cache f32|f16|int8] [--format text|json]
 //
-// It tokenizes the prompt (model/tokenizer), runs it through the decoder in one call (the
-// prefill; longer prompts in calls of kMaxCallTokens), then one token per call (decode
-// steps), each chosen by the sampler (sampler.h), until the end-of-generation token, -n
-// tokens, a full context or Ctrl-C. Text streams to stdout as it is made; the figures go to
+// With --chat the conversation is rendered by the model's own chat template
+// (chat_template.h); --show-prompt prints that text before the answer (and json output has
+// it as "chat_prompt"). It tokenizes the prompt (model/tokenizer), runs it through the
+// decoder in one call (the prefill; longer prompts in calls of kMaxCallTokens), then one
+// token per call (decode steps), each chosen by the sampler (sampler.h), until the
+// end-of-generation token, -n tokens, a full context or Ctrl-C. Text streams to stdout as it is made; the figures go to
 // stderr at the end (text format) or into the JSON object (json format). With --bench it
 // times the decoder instead (generate_bench.h).
 //
@@ -19,6 +22,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +66,8 @@ int Generate(const GenerateSettings& s) {
   if (s.threads < 0) return Fail(2, "--threads must be 0 (every core) or more");
   if (s.context < 0) return Fail(2, "--context must be 0 (the prompt and -n) or more");
   if (!s.system.empty() && !s.chat) return Fail(2, "--system is for --chat");
+  if (!s.messages.empty() && !s.chat) return Fail(2, "--messages is for --chat");
+  if (s.showPrompt && !s.chat) return Fail(2, "--show-prompt is for --chat");
   if (Status v = ValidateSamplerSettings(s.sampler); !v.ok()) return ReportError(v.error());
   auto cacheType = ParseCacheType(s.cache);
   if (!cacheType) return ReportError(cacheType.error());
@@ -69,15 +75,29 @@ int Generate(const GenerateSettings& s) {
   if (!tokenizer) return ReportError(tokenizer.error());
 
   std::vector<int32_t> prompt;
+  std::string chatPrompt;  // the text the chat template wrote
   if (s.chat) {
-    auto format = DetectChatFormat(tokenizer->ChatTemplate());
-    if (!format) return Fail(2, fmt::format("{}: {}", s.model, format.error().message));
-    std::vector<ChatMessage> messages;
-    if (!s.system.empty()) messages.push_back({"system", s.system});
-    messages.push_back({"user", s.prompt});
-    auto text = FormatChat(*format, messages);
-    if (!text) return ReportError(text.error());
-    prompt = tokenizer->Encode(*text, /*addSpecial=*/true, /*parseSpecial=*/true);
+    nlohmann::ordered_json fileMessages = nlohmann::ordered_json::array();
+    if (!s.messages.empty()) {
+      auto read = ReadChatMessages(s.messages);
+      if (!read) return ReportError(read.error());
+      fileMessages = std::move(*read);
+    }
+    // --prompt is the user's next message; with a messages file and no --prompt, the file's
+    // conversation is the whole prompt.
+    const std::optional<std::string> userPrompt =
+        s.messages.empty() || !s.prompt.empty() ? std::optional<std::string>(s.prompt) : std::nullopt;
+    ChatSpecialTokens specialTokens;
+    if (auto bos = tokenizer->Bos()) specialTokens.bos = tokenizer->TokenText(*bos);
+    if (auto eos = tokenizer->Eos()) specialTokens.eos = tokenizer->TokenText(*eos);
+    auto text = RenderChatPrompt(tokenizer->ChatTemplate(),
+                                 ChatConversation(s.system, fileMessages, userPrompt), specialTokens);
+    if (!text) return Fail(2, fmt::format("{}: {}", s.model, text.error().message));
+    chatPrompt = std::move(*text);
+    // The template's text as it is: its special tokens parsed, nothing added but the BOS
+    // rule of chat_template.h (no second BOS when the template writes one).
+    prompt = ChatPromptIds(tokenizer->Encode(chatPrompt, /*addSpecial=*/false, /*parseSpecial=*/true),
+                           tokenizer->Bos(), tokenizer->AddsBos());
   } else {
     prompt = tokenizer->Encode(s.prompt, /*addSpecial=*/true, /*parseSpecial=*/false);
   }
@@ -103,6 +123,10 @@ int Generate(const GenerateSettings& s) {
   }
 
   const bool text = s.format == "text";
+  if (text && s.showPrompt) {  // the prompt, then the answer after it, as one transcript
+    std::fwrite(chatPrompt.data(), 1, chatPrompt.size(), stdout);
+    std::fflush(stdout);
+  }
   if (text && s.showPromptTokens) {
     std::fprintf(stderr, "prompt tokens: [%s]\n", fmt::format("{}", fmt::join(prompt, ", ")).c_str());
   }
@@ -207,6 +231,7 @@ int Generate(const GenerateSettings& s) {
         {"peak_rss_bytes", peak},
     };
     if (harness::AllocationsCounted()) out["decode_allocations"] = decodeAllocations;
+    if (s.chat) out["chat_prompt"] = chatPrompt;
     // Text cut inside a UTF-8 character is kept, its stray bytes shown as U+FFFD.
     std::puts(out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }

@@ -23,6 +23,8 @@ void AddGenerateOptions(CLI::App& app, GenerateSettings& s) {
       ->capture_default_str();
   app.add_flag("--chat", s.chat, "Format the prompt with the model's chat template");
   app.add_option("--system", s.system, "With --chat: a system message");
+  app.add_option("--messages", s.messages, "With --chat: earlier turns, a JSON list of {role, content} objects");
+  app.add_flag("--show-prompt", s.showPrompt, "With --chat: print the prompt the chat template wrote");
   app.add_option("-t,--threads", s.threads, "Threads for the decoder (0: every core)")->capture_default_str();
   app.add_option("--cache", s.cache, "The KV cache's rows: f32, f16 or int8")->capture_default_str();
   app.add_option("--context", s.context, "Positions the KV cache holds (0: the prompt and -n)")->capture_default_str();
@@ -51,6 +53,8 @@ std::vector<std::string> ToArguments(const GenerateSettings& s) {
                                 "--decoder-name", s.decoderName};
   if (s.chat) a.push_back("--chat");
   if (!s.system.empty()) a.insert(a.end(), {"--system", s.system});
+  if (!s.messages.empty()) a.insert(a.end(), {"--messages", s.messages});
+  if (s.showPrompt) a.push_back("--show-prompt");
   if (s.showPromptTokens) a.push_back("--show-prompt-tokens");
   if (s.bench) {
     a.insert(a.end(), {"--bench", "--bench-prefill", std::to_string(s.benchPrefill), "--bench-decode",

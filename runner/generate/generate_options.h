@@ -18,7 +18,9 @@ struct GenerateSettings {
   std::string model;
   std::string prompt;
   std::string system;     // --chat: a system message before the prompt
+  std::string messages;   // --chat: a JSON file of earlier messages ({role, content} objects)
   bool chat = false;
+  bool showPrompt = false;  // --chat: print the rendered prompt before the answer
   int tokens = 64;        // -n: at most this many new tokens
   SamplerSettings sampler;
   int threads = 0;        // 0: every core this process may use

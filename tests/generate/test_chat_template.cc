@@ -1,160 +1,123 @@
-// Chat templates: which layout a template is, and the prompt of a short conversation in each
-// layout, compared with text written by hand from each format's published description.
+// Chat prompts for generate --chat (runner/generate/chat_template.h): the conversation from
+// --system, --messages and --prompt; the model's template rendered with transformers'
+// variables; the BOS rule; and the errors, each naming what is wrong.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "runner/generate/chat_template.h"
 
-using wb::generate::ChatFormat;
-using wb::generate::ChatFormatName;
-using wb::generate::ChatMessage;
-using wb::generate::DetectChatFormat;
-using wb::generate::FormatChat;
+using nlohmann::ordered_json;
+using wb::generate::ChatConversation;
+using wb::generate::ChatPromptIds;
+using wb::generate::ChatSpecialTokens;
+using wb::generate::ReadChatMessages;
+using wb::generate::RenderChatPrompt;
 
 namespace {
 
-ChatFormat Detected(const std::string& templateText) {
-  const auto format = DetectChatFormat(templateText);
-  REQUIRE(format.ok());
-  return *format;
+// A template of this test's own, in the style of a role-tagged chat format.
+const std::string kTemplate =
+    "{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>\n{{ m.content | trim }}{{ eos_token }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}";
+
+const ChatSpecialTokens kTokens = {"<s>", "</s>"};
+
+std::string Rendered(const std::string& templateText, const ordered_json& messages, const ChatSpecialTokens& tokens = kTokens) {
+  auto text = RenderChatPrompt(templateText, messages, tokens);
+  if (!text.ok()) FAIL(text.error().message);
+  return *text;
 }
 
-std::string DetectionError(const std::string& templateText) {
-  const auto format = DetectChatFormat(templateText);
-  REQUIRE_FALSE(format.ok());
-  CHECK(format.error().kind == wb::ErrorKind::kBadUsage);
-  return format.error().message;
+// A file in the test's temporary folder holding `text`; its path.
+std::string WriteFile(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("wb-chat-template-test-" + name);
+  std::ofstream(path) << text;
+  return path.string();
 }
 
-std::string Formatted(ChatFormat format, const std::vector<ChatMessage>& messages) {
-  const auto prompt = FormatChat(format, messages);
-  REQUIRE(prompt.ok());
-  return *prompt;
+std::string ReadError(const std::string& name, const std::string& text) {
+  const std::string path = WriteFile(name, text);
+  auto read = ReadChatMessages(path);
+  std::filesystem::remove(path);
+  REQUIRE_FALSE(read.ok());
+  CHECK(read.error().kind == wb::ErrorKind::kBadUsage);
+  CHECK(read.error().message.starts_with(path + ": "));
+  return read.error().message.substr(path.size() + 2);
 }
-
-std::string FormatError(ChatFormat format, const std::vector<ChatMessage>& messages) {
-  const auto prompt = FormatChat(format, messages);
-  REQUIRE_FALSE(prompt.ok());
-  CHECK(prompt.error().kind == wb::ErrorKind::kBadUsage);
-  return prompt.error().message;
-}
-
-const std::vector<ChatMessage> kSystemAndUser = {
-    {"system", "You are terse."},
-    {"user", "Name a prime."},
-};
-const std::vector<ChatMessage> kThreeTurns = {
-    {"user", "Hi"},
-    {"assistant", "Hello"},
-    {"user", "Bye"},
-};
 
 }  // namespace
 
-TEST_CASE("each format is recognised by its markers") {
-  CHECK(Detected("{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n'}}"
-                 "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}") ==
-        ChatFormat::kChatMl);
-  CHECK(Detected("{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' }}") == ChatFormat::kLlama3);
-  CHECK(Detected("{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}") ==
-        ChatFormat::kGemma);
-  CHECK(Detected("{{ bos_token }}{% for message in messages %}{{ '[INST] ' + message['content'] + ' [/INST]' }}") ==
-        ChatFormat::kMistralInst);
-  CHECK(Detected("{% if message['role'] == 'user' %}{{ '<|user|>\\n' + message['content'] + eos_token }}"
-                 "{% endif %}{{ '<|assistant|>' }}") == ChatFormat::kZephyr);
+TEST_CASE("the conversation: --system, the messages file, then --prompt") {
+  const ordered_json file = ordered_json::parse(R"([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}])");
+  CHECK(ChatConversation("Be brief.", file, "Bye").dump() ==
+        R"([{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"},)"
+        R"({"role":"assistant","content":"Hello"},{"role":"user","content":"Bye"}])");
+  CHECK(ChatConversation("", ordered_json::array(), "").dump() == R"([{"role":"user","content":""}])");
+  CHECK(ChatConversation("", file, std::nullopt).size() == 2);
 }
 
-TEST_CASE("ChatML and Zephyr are not confused") {
-  // ChatML names its roles after <|im_start|>, never as <|user|>; Zephyr has no <|im_start|>.
-  CHECK(Detected("<|im_start|>user\n{{ content }}<|im_end|>\n<|im_start|>assistant\n") == ChatFormat::kChatMl);
-  CHECK(Detected("<|system|>\n{{ s }}</s>\n<|user|>\n{{ u }}</s>\n<|assistant|>\n") == ChatFormat::kZephyr);
-  // <|user|> alone is not Zephyr, and neither is Phi-3, whose turns end with <|end|>.
-  CHECK(DetectionError("<|user|>\n{{ u }}").starts_with("this model's chat template is not one"));
-  CHECK(DetectionError("<|user|>\n{{ u }}<|end|>\n<|assistant|>\n").starts_with("this model's chat template is not one"));
+TEST_CASE("the model's template renders the conversation, with its special tokens") {
+  const ordered_json messages = ChatConversation("You are terse.", ordered_json::array(), " Name a prime. ");
+  CHECK(Rendered(kTemplate, messages) ==
+        "<s><|system|>\nYou are terse.</s>\n<|user|>\nName a prime.</s>\n<|assistant|>\n");
+  // Special tokens the tokenizer lacks are undefined, and print as nothing.
+  CHECK(Rendered(kTemplate, messages, {}) == "<|system|>\nYou are terse.\n<|user|>\nName a prime.\n<|assistant|>\n");
+  // tools and documents are none, as transformers passes them without tools.
+  CHECK(Rendered("{{ tools is none }} {{ documents is none }}", messages) == "True True");
 }
 
-TEST_CASE("Llama 2's [INST] with <<SYS>> is not taken for Mistral") {
-  CHECK(DetectionError("[INST] <<SYS>>\\n{{ s }}\\n<</SYS>>\\n\\n{{ u }} [/INST]")
-            .starts_with("this model's chat template is not one"));
+TEST_CASE("a template's own refusal and an unsupported construct are errors naming the line") {
+  const ordered_json messages = ChatConversation("s", ordered_json::array(), "u");
+  auto raised = RenderChatPrompt("{% if messages[0].role == 'system' %}\n{{ raise_exception('no system role') }}{% endif %}",
+                                 messages, kTokens);
+  REQUIRE_FALSE(raised.ok());
+  CHECK(raised.error().message == "the chat template, line 2: the template raised an exception: no system role");
+  auto refused = RenderChatPrompt("{% include 'x' %}", messages, kTokens);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message ==
+        "the chat template, line 1: the tag 'include' is not supported by the workbook's Jinja interpreter");
+  auto none = RenderChatPrompt("", messages, kTokens);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().kind == wb::ErrorKind::kBadUsage);
+  CHECK(none.error().message == "this model has no chat template; run without --chat");
 }
 
-TEST_CASE("an empty or unknown template is an error that says to run without --chat") {
-  CHECK(DetectionError("") == "this model has no chat template; run without --chat");
-  // 60 characters are quoted: "Alpaca:", a newline (shown as \n), "### Instruction:" and
-  // 36 of the x's; then "..." as the template goes on.
-  const std::string alpaca = "Alpaca:\n### Instruction:" + std::string(100, 'x');
-  CHECK(DetectionError(alpaca) ==
-        "this model's chat template is not one the workbook knows (ChatML, Llama 3, Gemma, Mistral [INST], "
-        "Zephyr); run without --chat (the template begins \"Alpaca:\\n### Instruction:" +
-            std::string(36, 'x') + "\"...)");
-  CHECK(DetectionError("short\x01") ==
-        "this model's chat template is not one the workbook knows (ChatML, Llama 3, Gemma, Mistral [INST], "
-        "Zephyr); run without --chat (the template begins \"short\\x01\")");
+TEST_CASE("BOS: none added when the template writes it; the tokenizer's when it writes none") {
+  constexpr int32_t kBos = 1;
+  CHECK(ChatPromptIds({1, 5, 6}, kBos, true) == std::vector<int32_t>{1, 5, 6});
+  CHECK(ChatPromptIds({5, 6}, kBos, true) == std::vector<int32_t>{1, 5, 6});
+  CHECK(ChatPromptIds({5, 6}, kBos, false) == std::vector<int32_t>{5, 6});
+  CHECK(ChatPromptIds({5, 6}, std::nullopt, true) == std::vector<int32_t>{5, 6});
+  CHECK(ChatPromptIds({}, kBos, true) == std::vector<int32_t>{1});
 }
 
-TEST_CASE("format names") {
-  CHECK(ChatFormatName(ChatFormat::kChatMl) == "ChatML");
-  CHECK(ChatFormatName(ChatFormat::kLlama3) == "Llama 3");
-  CHECK(ChatFormatName(ChatFormat::kGemma) == "Gemma");
-  CHECK(ChatFormatName(ChatFormat::kMistralInst) == "Mistral [INST]");
-  CHECK(ChatFormatName(ChatFormat::kZephyr) == "Zephyr");
+TEST_CASE("a messages file: a JSON list of {role, content}; other members pass through") {
+  const std::string path = WriteFile("good.json",
+      R"([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": null, "tool_calls": []}])");
+  auto read = ReadChatMessages(path);
+  std::filesystem::remove(path);
+  REQUIRE(read.ok());
+  CHECK(read->size() == 2);
+  CHECK((*read)[1].contains("tool_calls"));
 }
 
-TEST_CASE("ChatML: <|im_start|>role, newline, content, <|im_end|>, newline") {
-  CHECK(Formatted(ChatFormat::kChatMl, kSystemAndUser) ==
-        "<|im_start|>system\nYou are terse.<|im_end|>\n"
-        "<|im_start|>user\nName a prime.<|im_end|>\n"
-        "<|im_start|>assistant\n");
-}
-
-TEST_CASE("Llama 3: header, blank line, content, <|eot_id|>; no BOS") {
-  CHECK(Formatted(ChatFormat::kLlama3, kSystemAndUser) ==
-        "<|start_header_id|>system<|end_header_id|>\n\nYou are terse.<|eot_id|>"
-        "<|start_header_id|>user<|end_header_id|>\n\nName a prime.<|eot_id|>"
-        "<|start_header_id|>assistant<|end_header_id|>\n\n");
-  // The template trims each content.
-  CHECK(Formatted(ChatFormat::kLlama3, {{"user", "  Hi \n"}}) ==
-        "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
-        "<|start_header_id|>assistant<|end_header_id|>\n\n");
-}
-
-TEST_CASE("Gemma: the system text opens the first user turn; the assistant is 'model'") {
-  CHECK(Formatted(ChatFormat::kGemma, kSystemAndUser) ==
-        "<start_of_turn>user\nYou are terse.\n\nName a prime.<end_of_turn>\n"
-        "<start_of_turn>model\n");
-  CHECK(Formatted(ChatFormat::kGemma, kThreeTurns) ==
-        "<start_of_turn>user\nHi<end_of_turn>\n"
-        "<start_of_turn>model\nHello<end_of_turn>\n"
-        "<start_of_turn>user\nBye<end_of_turn>\n"
-        "<start_of_turn>model\n");
-}
-
-TEST_CASE("Mistral: [INST] user [/INST], the answer then </s>; the system text before the first user") {
-  CHECK(Formatted(ChatFormat::kMistralInst, kSystemAndUser) == "[INST] You are terse.\n\nName a prime. [/INST]");
-  CHECK(Formatted(ChatFormat::kMistralInst, kThreeTurns) == "[INST] Hi [/INST]Hello</s>[INST] Bye [/INST]");
-}
-
-TEST_CASE("Zephyr: <|role|>, newline, content, </s>, newline") {
-  CHECK(Formatted(ChatFormat::kZephyr, kSystemAndUser) ==
-        "<|system|>\nYou are terse.</s>\n"
-        "<|user|>\nName a prime.</s>\n"
-        "<|assistant|>\n");
-}
-
-TEST_CASE("bad conversations are errors") {
-  for (const ChatFormat format : {ChatFormat::kChatMl, ChatFormat::kLlama3, ChatFormat::kGemma,
-                                  ChatFormat::kMistralInst, ChatFormat::kZephyr}) {
-    CAPTURE(ChatFormatName(format));
-    CHECK(FormatError(format, {{"user", "Hi"}, {"tool", "42"}}) ==
-          "chat message 2 has the role \"tool\"; the roles are system, user and assistant");
-    CHECK(FormatError(format, {}) == "a chat needs at least one message");
-  }
-  // Gemma and Mistral have no system turn: its text needs a user message to go into.
-  CHECK(FormatError(ChatFormat::kGemma, {{"user", "Hi"}, {"system", "Be brief."}}) ==
-        "chat message 2: Gemma has no system turn, so a system message must be followed by a user message");
-  CHECK(FormatError(ChatFormat::kMistralInst, {{"system", "Be brief."}, {"assistant", "Hello"}})
-            .starts_with("chat message 1: Mistral [INST] has no system turn"));
+TEST_CASE("a bad messages file is refused, naming the file and what is wrong") {
+  CHECK(ReadError("a.json", "[{") == "not JSON; --messages takes a JSON list of {\"role\", \"content\"} objects");
+  CHECK(ReadError("b.json", R"({"role": "user"})") ==
+        "the messages must be a JSON list of {\"role\", \"content\"} objects, not object");
+  CHECK(ReadError("c.json", R"([{"role": "user", "content": "a"}, "b"])") ==
+        "message 2 is string, not an object with \"role\" and \"content\"");
+  CHECK(ReadError("d.json", R"([{"content": "a"}])") == "message 1 has no \"role\" string");
+  CHECK(ReadError("e.json", R"([{"role": "user"}])") == "message 1 has no \"content\"");
+  CHECK(ReadError("f.json", R"([{"role": "user", "content": 3}])") ==
+        "message 1: \"content\" must be a string (or null beside \"tool_calls\"), not number");
+  const auto missing = ReadChatMessages("/nonexistent/wb-messages.json");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message == "/nonexistent/wb-messages.json: cannot read the messages file");
 }
