@@ -34,6 +34,7 @@ struct BenchCommandOptions {
   std::string format = "text";
   std::string plot;
   double budget = 0;
+  bool contention = false;  // stage 5: 1 and 2 threads, as the machine is and with busy loops
 };
 
 // "512,4096" for --contexts (context lengths) or --tokens (T values).
@@ -58,10 +59,11 @@ int RunBench(const BenchCommandOptions& o) {
   if (o.stage == 5 && FindStageBuild(5) != nullptr) {  // the whole decoder: decoder_bench.h
     return RunDecoderBench({.solutions = o.solutions, .mine = o.mine, .stagesDir = o.stagesDir, .model = o.model,
                             .kernels = o.kernels, .format = o.format, .plot = o.plot,
-                            .repeats = o.budget > 0 ? std::max(1, static_cast<int>(o.budget)) : 3});
+                            .repeats = o.budget > 0 ? std::max(1, static_cast<int>(o.budget)) : 3,
+                            .contention = o.contention});
   }
-  if (o.stage != 5 && (o.mine || !o.model.empty() || o.kernels != "solutions")) {
-    return ReportUsageError("--mine, --model and --kernels are for bench 5");
+  if (o.stage != 5 && (o.mine || !o.model.empty() || o.kernels != "solutions" || o.contention)) {
+    return ReportUsageError("--mine, --model, --kernels and --contention are for bench 5");
   }
   auto table = LoadStageTable(paths.Source("data/stages.json"));
   if (!table.ok()) return ReportError(table.error());
@@ -153,6 +155,8 @@ Command AddBenchCommand(CLI::App& app) {
                 "TinyLlama-shaped models");
   c->add_option("--kernels", o->kernels, "Stage 5: mine links your stage-3 and stage-4 kernels")
       ->check(CLI::IsMember({"mine", "solutions"}));
+  c->add_flag("--contention", o->contention, "Stage 5: decode on 1 and 2 threads, alone and with a busy loop per CPU "
+              "beside it (the KJV and TinyLlama-shaped models, or --model)");
   return {c, [o]() { return RunBench(*o); }};
 }
 

@@ -19,10 +19,20 @@
 //     is how close it runs to the memory's speed); peak resident memory against the file's
 //     size; allocations during decode steps (there must be none).
 // The medians are what the table compares; the fastest and slowest runs show the noise.
+//
+// `bench 5 --contention` asks instead how the decoder's threads fare on a machine other
+// programs keep busy: decode on 1 and on 2 threads, runs alternated, first on the machine as it
+// is, then with one busy loop per online CPU running beside it (processes the bench starts and
+// stops), on the KJV model and the TinyLlama-shaped Q4_0 file (or --model). Goals: with the
+// loops, 2 threads decode at 0.7x of 1 thread or better; without them, never slower than 1.
 // Exit status: 0 measured; 1 the decoder failed the check or failed while timed; 2 bad usage.
 #include "decoder_bench.h"
 
 #include "runner/isolation/child_process.h"
+
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -143,10 +153,164 @@ std::string PlotSvg(const json& report) {
 
 }  // namespace
 
+// One model through the generate program's bench mode (runner/generate/generate_bench.h),
+// confined as check's child is, seeing only the model; extra bench flags in `benchArgs`. A
+// decoder that fails while timed has printed its message; the bench's exit status is then 1,
+// or 2 where the decoder refused the model as bad input.
+struct TimedModel {
+  int exitStatus = kExitPass;
+  json report;
+};
+Expected<TimedModel> TimeModel(const GenerateBinary& program, const std::string& model,
+                               const std::vector<std::string>& benchArgs, std::FILE* progress) {
+  const std::vector<std::string> readable = ModelReadablePaths(model);
+  std::vector<std::string> argv = {program.path, "--model", readable.front(), "--bench", "--cache", "f16",
+                                   "--decoder-name", program.decoderName};
+  argv.insert(argv.end(), benchArgs.begin(), benchArgs.end());
+  auto confined = RunConfinedProgram(
+      argv, {.wallSeconds = 3600, .memoryBytes = 0, .readablePaths = readable, .kernelVersion = ""}, -1);
+  if (!confined) return confined.error();
+  if (confined->timedOut) {
+    return SystemError(fmt::format("the decoder's bench on {} ran past 3600 s and was stopped", model));
+  }
+  json printed = json::parse(confined->stdoutText, nullptr, false);
+  if (confined->exitStatus != 0 || !printed.is_object()) {
+    std::fprintf(progress, "bench: %s failed while timed on %s (its message is above)\n", program.decoderName.c_str(),
+                 model.c_str());
+    return TimedModel{confined->exitStatus == 2 ? kExitBadInput : kExitFail, nullptr};
+  }
+  return TimedModel{kExitPass, std::move(printed)};
+}
+
+// Busy loops, one process each, running from construction to destruction: the other programs
+// of a shared machine, as far as the scheduler can tell (each wants a whole CPU, at the
+// default priority). They are stopped on every way out of the scope that started them.
+class BusyLoops {
+ public:
+  explicit BusyLoops(int count) {
+    for (int i = 0; i < count; ++i) {
+      const pid_t pid = fork();
+      if (pid == 0) {
+        for (;;) asm volatile("" ::: "memory");  // spins, and is not optimised away
+      }
+      if (pid > 0) pids_.push_back(pid);
+    }
+  }
+  ~BusyLoops() {
+    for (pid_t pid : pids_) kill(pid, SIGKILL);
+    for (pid_t pid : pids_) waitpid(pid, nullptr, 0);
+  }
+  BusyLoops(const BusyLoops&) = delete;
+  BusyLoops& operator=(const BusyLoops&) = delete;
+  int running() const { return static_cast<int>(pids_.size()); }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+// Decode tokens/s per thread count ("1", "2") of one bench-mode report.
+json DecodeRatesByThreads(const json& report) {
+  json rates = json::object();
+  for (const json& run : report["runs"]) {
+    json& list = rates[std::to_string(run["threads"].get<int>())];
+    if (list.is_null()) list = json::array();
+    for (const json& r : run["decode_tokens_per_second"]) list.push_back(r);
+  }
+  return rates;
+}
+
+int RunContentionBench(const DecoderBenchOptions& o, const GenerateBinary& program, const WorkbookPaths& paths,
+                       std::FILE* progress) {
+  std::vector<std::string> models;
+  if (!o.model.empty()) {
+    models = {o.model};
+  } else {
+    auto defaults = DefaultModels(paths, progress);
+    if (!defaults) return ReportError(defaults.error());
+    models = {paths.Source("data/models/kjv-llama-2m/model-q8_0.gguf"), defaults->front()};
+  }
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const int loops = static_cast<int>(std::max(1L, cpus));
+  const int alternations = std::max(o.repeats, 7);
+  json report = {{"stage", kDecoderStage},
+                 {"mode", "contention"},
+                 {"decoder", program.decoderName},
+                 {"machine", MachineJson()},
+                 {"busy_loops", loops},
+                 {"models", json::array()}};
+  if (o.format != "json") {
+    std::printf("\n%s, decode on 1 and 2 threads, %d runs each, alternated: on this machine as it is, then with %d "
+                "busy loop%s running beside it (one per online CPU)\n\n",
+                program.decoderName.c_str(), alternations, loops, loops == 1 ? "" : "s");
+    std::printf("%-34s %6s  %-24s %-24s %6s  %-24s %-24s %6s\n", "model", "steps", "as is: 1 thread, tok/s",
+                "2 threads", "2t/1t", "busy: 1 thread", "2 threads", "2t/1t");
+    std::fflush(stdout);
+  }
+  std::vector<SpeedGoal> goals;
+  for (const std::string& model : models) {
+    // A small model decodes hundreds of steps in the time a large one decodes a few: each run is
+    // long enough to span many of the scheduler's time slices either way (the KJV model's 480
+    // steps after the 16-token prompt fill its context of 512 but for 16).
+    std::error_code ec;
+    const uintmax_t bytes = fs::is_regular_file(model, ec) ? fs::file_size(model, ec) : 0;
+    const int steps = bytes > 0 && bytes < (64u << 20) ? 480 : 32;
+    std::string threadList;
+    for (int i = 0; i < alternations; ++i) threadList += i == 0 ? "1,2" : ",1,2";
+    const std::vector<std::string> args = {"--bench-threads", threadList, "--bench-repeats", "1", "--bench-prefill", "16",
+                                           "--bench-decode", std::to_string(steps)};
+    auto asIs = TimeModel(program, model, args, progress);
+    if (!asIs) return ReportError(asIs.error());
+    if (asIs->exitStatus != kExitPass) return asIs->exitStatus;
+    Expected<TimedModel> busy = TimedModel{};
+    int running = 0;
+    {
+      BusyLoops busyLoops(loops);
+      running = busyLoops.running();
+      busy = TimeModel(program, model, args, progress);
+    }
+    if (!busy) return ReportError(busy.error());
+    if (busy->exitStatus != kExitPass) return busy->exitStatus;
+    if (running != loops) {
+      return ReportError(SystemError(fmt::format("could start only {} of {} busy loops", running, loops)));
+    }
+    json entry = {{"model", ModelNameInReport(model, o.model, paths)},
+                  {"decode_steps", steps},
+                  {"as_is", DecodeRatesByThreads(asIs->report)},
+                  {"busy", DecodeRatesByThreads(busy->report)}};
+    const Rates quiet1 = RatesOf(entry["as_is"]["1"]), quiet2 = RatesOf(entry["as_is"]["2"]);
+    const Rates busy1 = RatesOf(entry["busy"]["1"]), busy2 = RatesOf(entry["busy"]["2"]);
+    entry["as_is_ratio"] = quiet2.median / quiet1.median;
+    entry["busy_ratio"] = busy2.median / busy1.median;
+    const std::string name = fs::path(model).filename().string();
+    goals.push_back({fmt::format("{}, as is: 2 threads over 1", name), quiet2.median / quiet1.median, 1.0, "x"});
+    goals.push_back({fmt::format("{}, {} busy loops: 2 threads over 1", name, loops), busy2.median / busy1.median, 0.7,
+                     "x"});
+    if (o.format != "json") {
+      std::printf("%-34s %6d  %-24s %-24s %6.2f  %-24s %-24s %6.2f\n", name.c_str(),
+                  steps, RateText(quiet1).c_str(), RateText(quiet2).c_str(), quiet2.median / quiet1.median,
+                  RateText(busy1).c_str(), RateText(busy2).c_str(), busy2.median / busy1.median);
+      std::fflush(stdout);
+    }
+    report["models"].push_back(entry);
+  }
+  report["goals"] = GoalsJson(goals);
+  if (o.format == "json") {
+    std::puts(report.dump(2).c_str());
+  } else {
+    std::printf("\n(tokens/s: the median of the runs, with the slowest and fastest; a run decodes the steps after a "
+                "prompt of 16 tokens, and one run on each thread count goes first, untimed)\n");
+    PrintGoals(o.solutions ? "The solution's goals, in this run:"
+                           : "The goals the solution was written to, with your figures:",
+               goals);
+  }
+  return kExitPass;
+}
+
 int RunDecoderBench(const DecoderBenchOptions& o) {
   const WorkbookPaths paths = DefaultPaths();
   std::FILE* progress = o.format == "json" ? stderr : stdout;
   if (o.mine && o.solutions) return ReportUsageError("--mine and --solutions: choose one");
+  if (o.contention && !o.plot.empty()) return ReportUsageError("--plot draws bench 5's bandwidth figure, which --contention does not measure");
   if (!o.plot.empty()) {  // refused before anything is measured
     if (Status writable = CheckPlotWritable(o.plot); !writable.ok()) return ReportError(writable.error());
   }
@@ -177,6 +341,7 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
                                   .stagesDir = o.stagesDir});
   if (!program) return ReportError(program.error());
   if (program->path.empty()) return kExitFail;
+  if (o.contention) return RunContentionBench(o, *program, paths, progress);
   std::vector<std::string> models;
   if (o.model.empty()) {
     auto defaults = DefaultModels(paths, progress);
@@ -240,26 +405,11 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
   }
   std::vector<SpeedGoal> goals;
   for (const std::string& model : models) {
-    // The decoder (the student's, with --mine) runs confined, as check's child does, seeing
-    // only the model.
-    const std::vector<std::string> readable = ModelReadablePaths(model);
-    auto confined = RunConfinedProgram({program->path, "--model", readable.front(), "--bench", "--bench-threads",
-                                        "1,2", "--bench-repeats", std::to_string(o.repeats), "--cache", "f16",
-                                        "--decoder-name", program->decoderName},
-                                       {.wallSeconds = 3600, .memoryBytes = 0, .readablePaths = readable, .kernelVersion = ""}, -1);
-    if (!confined) return ReportError(confined.error());
-    if (confined->timedOut) {
-      return ReportError(SystemError(fmt::format("the decoder's bench on {} ran past 3600 s and was stopped", model)));
-    }
-    std::optional<ProgramOutput> timed = ProgramOutput{
-        confined->exitStatus, nlohmann::json::parse(confined->stdoutText, nullptr, false)};
-    if (timed->json.is_discarded()) timed->json = nullptr;
-    if (timed->exitStatus != 0 || !timed->json.is_object()) {
-      std::fprintf(progress, "bench: %s failed while timed on %s (its message is above)\n",
-                   program->decoderName.c_str(), model.c_str());
-      return timed->exitStatus == 2 ? kExitBadInput : kExitFail;
-    }
-    json entry = timed->json;
+    auto timed = TimeModel(*program, model, {"--bench-threads", "1,2", "--bench-repeats", std::to_string(o.repeats)},
+                           progress);
+    if (!timed) return ReportError(timed.error());
+    if (timed->exitStatus != kExitPass) return timed->exitStatus;
+    json entry = timed->report;
     // The model as the reader knows it: as given to --model, or the default model's path in the
     // workbook's tree, so that a report shared or committed names no machine's folders.
     entry["model"] = ModelNameInReport(model, o.model, paths);

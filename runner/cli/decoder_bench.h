@@ -15,6 +15,7 @@ struct DecoderBenchOptions {
   std::string format = "text";
   std::string plot;
   int repeats = 3;
+  bool contention = false;  // 1 and 2 threads, as the machine is and with busy loops beside
 };
 
 int RunDecoderBench(const DecoderBenchOptions& options);

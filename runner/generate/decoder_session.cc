@@ -55,6 +55,9 @@ Expected<std::unique_ptr<DecoderSession>> DecoderSession::Open(const std::string
   contextTokens = std::min(contextTokens, std::max(1, c.maxPositions));
   s->maxCallTokens_ = std::clamp(maxCallTokens, 1, contextTokens);
   s->threads_ = std::max(1, threads);
+  // share_out's helpers started before the first call, as the stage-5 harness starts them: a
+  // decode step allocates nothing, even the first that shares work out.
+  share_out(1, s->threads_, [](int) {});
 
   const int pages = (contextTokens + kPageSize - 1) / kPageSize;
   s->cache_.geometry = {.layers = c.layerCount(), .kvHeads = c.kvHeads, .headDim = c.headDim, .pageSize = kPageSize,

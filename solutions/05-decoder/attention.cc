@@ -22,6 +22,7 @@
 #include <cstdlib>
 
 #include "decoder_parts.h"
+#include "stage05_kernels.h"
 
 namespace decoder_parts {
 
@@ -78,6 +79,9 @@ void AttendGroup(const KvCache& cache, int layer, int kvHead, int first, int las
   }
 }
 
+// Multiply-adds below which attention runs on the calling thread alone (see Attend).
+constexpr int64_t kMinSharedWork = 64 * 1024;
+
 }  // namespace
 
 void Attend(const KvCache& cache, int layer, int n, int heads, const float* q, int window, float scale,
@@ -105,16 +109,13 @@ void Attend(const KvCache& cache, int layer, int n, int heads, const float* q, i
     }
   };
   const int tasks = n * kvHeads;
-  if (threads > 1) {
-    // Dynamic scheduling: in a prefill, later rows see more positions than earlier ones.
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-    for (int t = 0; t < tasks; ++t) task(t);
-  } else {
-    // No parallel region for one thread: GCC's libgomp allocates a team for every region of
-    // one thread (teams of more threads are kept and reused), and a decode step allocates
-    // nothing.
-    for (int t = 0; t < tasks; ++t) task(t);
-  }
+  // Shared out by the provided share_out (contracts/stage05_kernels.h), which waits for the
+  // tasks and not for the helper threads: on a busy machine a helper without a core costs
+  // nothing. A decode step at a short context is too little work to be worth a second thread:
+  // below kMinSharedWork multiply-adds (about a microsecond's) the calling thread does it all.
+  const int64_t positions = static_cast<int64_t>(cache.size) + n;
+  const int64_t work = static_cast<int64_t>(n) * heads * positions * hd * 2;  // q·k and weight·v
+  share_out(tasks, work < kMinSharedWork ? 1 : threads, task);
 }
 
 }  // namespace decoder_parts

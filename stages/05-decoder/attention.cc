@@ -23,7 +23,8 @@ void Attend(const KvCache& cache, int layer, int n, int heads, const float* q, i
   //   - one pass over the positions with an online softmax: no array of scores;
   //   - nothing allocated: each task's running state on the stack (headDim is at most
   //     kMaxHeadDim; decoder_parts.h);
-  //   - at most `threads` threads (OpenMP), and the same result for any number of them.
+  //   - at most `threads` threads (share_out, contracts/stage05_kernels.h, or OpenMP), and the
+  //     same result for any number of them.
   // Lesson: the online softmax was stage 2's; what is new here is the cache's pages and types.
 }
 

@@ -14,7 +14,8 @@ ROOT = Path(sys.argv[1])
 SCRIPT = Path(__file__).with_name("bench_figures.py")
 FILES = ["docs/stages/03-fused.md", "docs/stages/04-quant.md", "docs/generate.md", "docs/kjv-model.md",
          "docs/figures/stage03-bench.json", "docs/figures/stage04-bench.json",
-         "docs/figures/stage05-bench.json", "docs/figures/stage05-kjv-bench.json"]
+         "docs/figures/stage05-bench.json", "docs/figures/stage05-kjv-bench.json",
+         "docs/figures/stage05-contention-bench.json"]
 failures = []
 checks = 0
 

@@ -87,6 +87,10 @@ void CallStage(Region& region) {
   const int layers = config.layerCount();
   // Reserved before the first call, so the harness's own bookkeeping allocates nothing later.
   std::vector<LayerBuffers> layerBuffers(static_cast<size_t>(layers));
+  // share_out's helper threads started now: a decoder whose first call shares nothing out (a
+  // prompt whose products are stage 4's, attention too short to share) would otherwise start
+  // them in a decode step, and starting a thread allocates.
+  share_out(1, params.threads, [](int) {});
 
   auto slice = [&](L::Buffer b, size_t rowsBefore, int rows, int layer) {
     const size_t slices = widths.perLayer[b] ? static_cast<size_t>(layers) : 1;

@@ -4,7 +4,8 @@
 // check asks for (the solutions', or the student's with --kernels mine).
 //
 // Nothing here allocates: quantized inputs and dequantized weight slices live on the stack,
-// in pieces of a bounded size, and one thread opens no OpenMP region. (The stage-3 and
+// in pieces of a bounded size, and threads are shared out by share_out (work_pool.cc), which
+// allocates only when a program first asks for more threads. (The stage-3 and
 // stage-4 kernels behind them are another matter: the workbook's own still allocate in
 // some calls, which stage 5's allocation check will have to allow for or they must lose.)
 #include "stage05_kernels.h"
@@ -14,8 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-
-#include <omp.h>
 
 #include "kernel_bridges.h"
 #include "model/files/tensor_types.h"
@@ -123,80 +122,98 @@ void QuantizePass(const WeightMatrix& W, const float* x, int first, int count, s
   }
 }
 
-// A decode step's products are shared out among the threads a run of kBandRows output rows at
-// a time: whole groups of any stage-4 kernel's rows, so each row's arithmetic is the same
-// whichever thread computes it. Thread `thread` of `threads` takes rows [begin, end) of `total`.
+// A decode step's products are shared out among the threads (share_out) in tasks of whole runs
+// of kBandRows output rows: whole groups of any stage-4 kernel's rows, so each row's arithmetic
+// is the same whichever thread computes it, and the same for any thread count.
 constexpr uint64_t kBandRows = 16;
-struct RowSpan {
-  uint64_t begin;
-  uint64_t end;
-};
-RowSpan ThreadRows(uint64_t total, int thread, int threads) {
-  const uint64_t runs = (total + kBandRows - 1) / kBandRows;
-  const uint64_t perThread = (runs + threads - 1) / threads;
-  const uint64_t begin = std::min(total, static_cast<uint64_t>(thread) * perThread * kBandRows);
-  return {begin, std::min(total, begin + perThread * kBandRows)};
+// A task reads at least this many weight bytes: claiming one costs a shared counter's cache
+// line (a fraction of a microsecond), and a task of fewer bytes would cost more to hand out
+// than it saves. Below two such tasks a product runs on the calling thread alone, so a small
+// model is never slower on more threads than on one.
+constexpr uint64_t kTaskBytes = 16 * 1024;
+// Up to this many tasks a thread. More and shorter tasks share out better when a helper is
+// late or loses its core; fewer and longer ones stream faster when every thread has a core,
+// since each task is a matmul_q call that starts its stream of weight rows from cold. Measured
+// side by side (the lesson's "Threads on a busy machine"), 2 gave up little of either.
+constexpr uint64_t kTasksPerThread = 2;
+
+// The output rows of one task for `total` rows of `rowBytes` each (the bytes a row's outputs
+// read, all matrices together) on `threads` threads, in whole bands.
+uint64_t TaskRows(uint64_t total, uint64_t rowBytes, int threads) {
+  const uint64_t forBytes = (kTaskBytes + rowBytes - 1) / std::max<uint64_t>(rowBytes, 1);
+  const uint64_t forBalance = total / (static_cast<uint64_t>(std::max(threads, 1)) * kTasksPerThread);
+  const uint64_t rows = std::max(forBytes, forBalance);
+  return (rows + kBandRows - 1) / kBandRows * kBandRows;
 }
 
-// Runs share(thread, threads) on each of `threads` threads, in one parallel region; on the
-// calling thread alone, with no region, when there is one (see weight_matmul).
-template <typename Share>
-void OnThreads(int threads, const Share& share) {
-  if (threads <= 1) {
-    share(0, 1);
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  share(omp_get_thread_num(), omp_get_num_threads());
-}
-
-// A decode step's products of stage-4 weights by one input row: the row quantized once, then
-// every product's rows, one after another, shared out among the threads in one parallel region,
-// each thread calling matmul_q with one thread on its own rows. Stage 4's matmul_q could share
-// out one product's rows itself, but then it opens a region per product, and each thread
-// would read the activations the calling thread prepared. Here a thread prepares its own, and
-// the short products (k and v are a few hundred rows) share a region with a long one: a region
-// costs about as much to start and to wait for at its end as a short product takes.
-void DecodeStepProducts(std::span<const WeightProduct> products, const float* x, Accumulate mode, int threads) {
-  const WeightMatrix& first = *products.front().W;
-  alignas(64) std::byte input[kQuantizedInputBytes];
-  QuantizedRowsAtOnce(first);  // stops on a row too long for the buffer
-  QuantizePass(first, x, 0, 1, input);
-  uint64_t total = 0;
-  for (const WeightProduct& p : products) total += p.W->rows;
-  OnThreads(threads, [&](int thread, int count) {
-    const RowSpan mine = ThreadRows(total, thread, count);
-    uint64_t base = 0;  // the first row of product p in the run of all of them
-    for (const WeightProduct& p : products) {
-      const uint64_t begin = std::max(mine.begin, base);
-      const uint64_t end = std::min(mine.end, base + p.W->rows);
-      if (begin < end) {
-        QuantRows(*p.W, RowBytesOf(*p.W), begin - base, end - begin, 1, input, p.y + (begin - base), mode, 1);
-      }
-      base += p.W->rows;
-    }
+// Calls work(begin, end) on runs of rows that together cover [0, total), shared among
+// `threads` threads; one run on the calling thread when the rows hold too few bytes for more.
+// A run is at most mostRows rows (a multiple of kBandRows) when a task's buffers need it.
+template <typename Work>
+void ShareRows(uint64_t total, uint64_t rowBytes, int threads, const Work& work, uint64_t mostRows = UINT64_MAX) {
+  const uint64_t perTask = std::min(TaskRows(total, rowBytes, threads), mostRows);
+  const int tasks = static_cast<int>((total + perTask - 1) / perTask);
+  share_out(tasks, threads, [&](int t) {
+    const uint64_t begin = static_cast<uint64_t>(t) * perTask;
+    work(begin, std::min(total, begin + perTask));
   });
 }
 
+// Floats of products a task keeps on its stack: a run of output rows for every input row of a
+// pass. A pass is at most kMostPassRows input rows, so that a run of one band still fits.
+constexpr size_t kProductFloats = 16384;
+constexpr int kMostPassRows = static_cast<int>(kProductFloats / kBandRows);
+
+// Output rows per task for a pass of `count` input rows: as many as the product buffers hold.
+uint64_t MostRunRows(int count) { return kProductFloats / static_cast<size_t>(count) / kBandRows * kBandRows; }
+
 // Products of stage-4 weights by the same input rows, y_i (rows x W_i.rows) = x · W_i^T, all of
-// one width: a decode step's as DecodeStepProducts shares them out; a prompt's with each pass
-// of input rows quantized once, then one stage-4 call per product, which shares its rows among
-// the threads itself (its region is long).
+// one width. The input rows are quantized once per pass; then every product's rows, one after
+// another, are shared out among the threads in one call of share_out, each task one matmul_q
+// call with threads = 1 per product it covers. Stage 4's matmul_q could share out one product's
+// rows itself, but then it would open an OpenMP region per product, whose end waits for every
+// thread of its team, and the short products (k and v are a few hundred rows) are cheaper handed
+// out beside a long one than each on its own. matmul_q writes its output rows as many floats
+// apart as the rows it was given, so a task's products of several input rows land in a buffer
+// of its own first and go to their columns of y from there; one input row (a decode step) goes
+// to y directly.
 void QuantProducts(std::span<const WeightProduct> products, int rows, const float* x, Accumulate mode, int threads) {
-  if (rows == 1) {
-    DecodeStepProducts(products, x, mode, threads);
-    return;
-  }
   const WeightMatrix& first = *products.front().W;
   alignas(64) std::byte input[kQuantizedInputBytes];
-  const int perPass = QuantizedRowsAtOnce(first);
+  const int perPass = std::min(QuantizedRowsAtOnce(first), kMostPassRows);
+  uint64_t total = 0;
+  uint64_t widestRow = 0;  // the products' types may differ (a file may keep v in Q8_0)
+  for (const WeightProduct& p : products) {
+    total += p.W->rows;
+    widestRow = std::max<uint64_t>(widestRow, RowBytesOf(*p.W));
+  }
   for (int r0 = 0; r0 < rows; r0 += perPass) {
     const int count = std::min(perPass, rows - r0);
     QuantizePass(first, x, r0, count, input);
-    for (const WeightProduct& p : products) {
-      QuantRows(*p.W, RowBytesOf(*p.W), 0, p.W->rows, count, input, p.y + static_cast<size_t>(r0) * p.W->rows, mode,
-                threads);
-    }
+    auto run = [&](uint64_t firstRow, uint64_t lastRow) {
+      alignas(64) float runProducts[kProductFloats];  // unused (and untouched) for one input row
+      uint64_t base = 0;  // the first row of product p in the run of all of them
+      for (const WeightProduct& p : products) {
+        const uint64_t begin = std::max(firstRow, base);
+        const uint64_t end = std::min(lastRow, base + p.W->rows);
+        base += p.W->rows;
+        if (begin >= end) continue;
+        const uint64_t o0 = begin - (base - p.W->rows);  // the run's first row of W
+        const uint64_t width = end - begin;
+        if (count == 1) {
+          QuantRows(*p.W, RowBytesOf(*p.W), o0, width, 1, input, p.y + static_cast<size_t>(r0) * p.W->rows + o0, mode,
+                    1);
+          continue;
+        }
+        QuantRows(*p.W, RowBytesOf(*p.W), o0, width, count, input, runProducts, Accumulate::kOverwrite, 1);
+        for (int r = 0; r < count; ++r) {
+          float* out = p.y + static_cast<size_t>(r0 + r) * p.W->rows + o0;
+          const float* in = runProducts + static_cast<size_t>(r) * width;
+          for (uint64_t o = 0; o < width; ++o) out[o] = mode == Accumulate::kAdd ? out[o] + in[o] : in[o];
+        }
+      }
+    };
+    ShareRows(total, widestRow * static_cast<uint64_t>(count), threads, run, MostRunRows(count));
   }
 }
 
@@ -218,7 +235,7 @@ void weight_matmul(const WeightMatrix& W, int rows, const float* x, float* y, Ac
     return;
   }
   if (IsStageFourType(type)) {
-    const WeightProduct product[] = {{&W, y}};
+    const WeightProduct product[] = {{&W, y}};  // QuantProducts, for one product
     QuantProducts(product, rows, x, mode, threads);
     return;
   }
@@ -233,15 +250,9 @@ void weight_matmul(const WeightMatrix& W, int rows, const float* x, float* y, Ac
       }
     }
   };
-  const int outputs = static_cast<int>(W.rows);
-  // One thread runs no parallel region at all: GCC's OpenMP runtime allocates a team for
-  // every one-thread region, and a decode step must not allocate.
-  if (threads <= 1) {
-    for (int o = 0; o < outputs; ++o) outputRow(o);
-    return;
-  }
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int o = 0; o < outputs; ++o) outputRow(o);
+  ShareRows(W.rows, rowBytes * static_cast<uint64_t>(rows), threads, [&](uint64_t first, uint64_t last) {
+    for (uint64_t o = first; o < last; ++o) outputRow(static_cast<int>(o));
+  });
 }
 
 void weight_matmul_same_input(std::span<const WeightProduct> products, int rows, const float* x, int threads) {
@@ -269,56 +280,31 @@ void weight_matmul_gated(const WeightMatrix& gate, const WeightMatrix& up, Activ
   }
   const size_t gateRowBytes = RowBytesOf(gate);
   const size_t upRowBytes = RowBytesOf(up);
-  if (IsStageFourType(type) && IsStageFourType(up.tensor.type) && rows == 1) {
-    // A decode step, in one parallel region as DecodeStepProducts's: each thread takes a share
-    // of the outputs and forms both products and the activation for it, the gate products
-    // straight into y.
-    alignas(64) std::byte input[kQuantizedInputBytes];
-    QuantizedRowsAtOnce(gate);
-    QuantizePass(gate, x, 0, 1, input);
-    OnThreads(threads, [&](int thread, int count) {
-      constexpr uint64_t kPiece = 8192;  // outputs whose up products fit the stack buffer
-      alignas(64) float u[kPiece];
-      const RowSpan mine = ThreadRows(gate.rows, thread, count);
-      for (uint64_t f0 = mine.begin; f0 < mine.end; f0 += kPiece) {
-        const uint64_t outputs = std::min(kPiece, mine.end - f0);
-        QuantRows(gate, gateRowBytes, f0, outputs, 1, input, y + f0, Accumulate::kOverwrite, 1);
-        QuantRows(up, upRowBytes, f0, outputs, 1, input, u, Accumulate::kOverwrite, 1);
-        for (uint64_t f = 0; f < outputs; ++f) y[f0 + f] = Activate(act, y[f0 + f]) * u[f];
-      }
-    });
-    return;
-  }
   if (IsStageFourType(type) && IsStageFourType(up.tensor.type)) {
-    // A prompt: the input rows quantized in passes, as in weight_matmul; per pass, the outputs
-    // in pieces whose gate and up products fit the two stack buffers. Each piece is one
-    // matmul_q call per matrix over all the pass's rows, so a weight byte is read once per
-    // pass, not once per input row: every call starts its stream of weight rows from cold and,
-    // on more than one thread, opens a parallel region, so fewer and longer calls run faster.
-    constexpr size_t kProductFloats = 16384;
+    // The input rows quantized in passes, as in QuantProducts; per pass, the outputs shared out
+    // in runs whose gate and up products fit a task's two buffers. A run is one matmul_q call
+    // per matrix over all the pass's rows, so a weight byte is read once per pass, not once per
+    // input row.
     alignas(64) std::byte quantized[kQuantizedInputBytes];
-    alignas(64) float g[kProductFloats];
-    alignas(64) float u[kProductFloats];
-    // Rows per pass: as many as the quantized input's buffer holds, and never more than leave a
-    // piece of 16 outputs room in the product buffers (count * piece <= kProductFloats).
-    constexpr int kMostRows = static_cast<int>(kProductFloats / 16);
-    const int perPass = std::min(QuantizedRowsAtOnce(gate), kMostRows);
+    const int perPass = std::min(QuantizedRowsAtOnce(gate), kMostPassRows);
     for (int r0 = 0; r0 < rows; r0 += perPass) {
       const int count = std::min(perPass, rows - r0);
       QuantizePass(gate, x, r0, count, quantized);
-      // Outputs per piece: as many as the buffers hold for `count` rows, a multiple of 16.
-      const uint64_t piece = kProductFloats / static_cast<size_t>(count) / 16 * 16;  // >= 16: count <= kMostRows
-      for (uint64_t f0 = 0; f0 < gate.rows; f0 += piece) {
-        const uint64_t outputs = std::min<uint64_t>(piece, gate.rows - f0);
-        QuantRows(gate, gateRowBytes, f0, outputs, count, quantized, g, Accumulate::kOverwrite, threads);
-        QuantRows(up, upRowBytes, f0, outputs, count, quantized, u, Accumulate::kOverwrite, threads);
+      auto run = [&](uint64_t first, uint64_t last) {
+        alignas(64) float g[kProductFloats];
+        alignas(64) float u[kProductFloats];
+        const uint64_t outputs = last - first;
+        QuantRows(gate, gateRowBytes, first, outputs, count, quantized, g, Accumulate::kOverwrite, 1);
+        QuantRows(up, upRowBytes, first, outputs, count, quantized, u, Accumulate::kOverwrite, 1);
         for (int r = 0; r < count; ++r) {
-          float* out = y + static_cast<size_t>(r0 + r) * gate.rows + f0;
+          float* out = y + static_cast<size_t>(r0 + r) * gate.rows + first;
           const float* gr = g + static_cast<size_t>(r) * outputs;
           const float* ur = u + static_cast<size_t>(r) * outputs;
           for (uint64_t f = 0; f < outputs; ++f) out[f] = Activate(act, gr[f]) * ur[f];
         }
-      }
+      };
+      ShareRows(gate.rows, (gateRowBytes + upRowBytes) * static_cast<uint64_t>(count), threads, run,
+                MostRunRows(count));
     }
     return;
   }
@@ -332,13 +318,10 @@ void weight_matmul_gated(const WeightMatrix& gate, const WeightMatrix& up, Activ
       for (int r = 0; r < count; ++r) y[static_cast<size_t>(r0 + r) * gate.rows + f] = Activate(act, g[r]) * u[r];
     }
   };
-  const int outputs = static_cast<int>(gate.rows);
-  if (threads <= 1) {  // no parallel region: see weight_matmul
-    for (int f = 0; f < outputs; ++f) outputColumn(f);
-    return;
-  }
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int f = 0; f < outputs; ++f) outputColumn(f);
+  ShareRows(gate.rows, (gateRowBytes + upRowBytes) * static_cast<uint64_t>(rows), threads,
+            [&](uint64_t first, uint64_t last) {
+              for (uint64_t f = first; f < last; ++f) outputColumn(static_cast<int>(f));
+            });
 }
 
 void weight_rows(const WeightMatrix& W, std::span<const int32_t> ids, float* out) {
