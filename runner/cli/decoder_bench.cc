@@ -298,7 +298,7 @@ int RunContentionBench(const DecoderBenchOptions& o, const GenerateBinary& progr
     std::puts(report.dump(2).c_str());
   } else {
     std::printf("\n(tokens/s: the median of the runs, with the slowest and fastest; a run decodes the steps after a "
-                "prompt of 16 tokens, and one run on each thread count goes first, untimed)\n");
+                "prompt of 16 tokens, each timed run after an untimed one in the same process)\n");
     PrintGoals(o.solutions ? "The solution's goals, in this run:"
                            : "The goals the solution was written to, with your figures:",
                goals);
