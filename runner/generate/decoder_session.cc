@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "model/config/rope_frequencies.h"
+#include "runner/stages/05-decoder/child/work_pool.h"
 
 namespace wb::generate {
 
@@ -120,7 +121,12 @@ std::span<const float> DecoderSession::Forward(std::span<const int32_t> tokens) 
     const size_t n = std::min(tokens.size(), static_cast<size_t>(maxCallTokens_));
     std::fill(logits_.begin(), logits_.end(), Unwritten());
     const int before = cache_.size;
+    // The session's first call: every helper thread takes its share (work_pool.h), so that the
+    // kernels' per-thread buffers grow here and not in a decode step.
+    SetEveryThreadTakesItsShare(!calledBefore_);
     decoder_forward(model_, cache_, tokens.first(n), Logits::kLast, buffers_, threads_);
+    SetEveryThreadTakesItsShare(false);
+    calledBefore_ = true;
     if (std::any_of(logits_.begin(), logits_.end(), IsUnwritten)) {
       problem_ = ForwardProblem::kNotWritten;
       return {};

@@ -64,6 +64,7 @@ class DecoderSession {
   DecoderBuffers buffers_;
   int maxCallTokens_ = 0;
   int threads_ = 1;
+  bool calledBefore_ = false;  // Forward has called decoder_forward (work_pool.h)
   ForwardProblem problem_ = ForwardProblem::kNone;
 };
 

@@ -2,7 +2,8 @@
 // task runs exactly once, whatever the thread count; the caller takes the tasks of a helper that
 // does not come (the property that keeps a busy machine from stalling a decode step); a task
 // that calls share_out, and two program threads calling it at once, are served on their own;
-// after a thread count's first call nothing is allocated. No verdict here depends on speed: a
+// after a thread count's first call nothing is allocated; while every thread must take its
+// share (a decoder's first call), each helper runs its own run of tasks. No verdict here depends on speed: a
 // pool that waited for a helper would not be slow in the stalled-helper case, it would never
 // return, and meson's timeout fails the test.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "runner/harness/allocation_count.h"
+#include "runner/stages/05-decoder/child/work_pool.h"
 #include "stage05_kernels.h"
 
 namespace {
@@ -113,4 +115,27 @@ TEST_CASE("after the first call with a thread count, calls allocate nothing") {
   const uint64_t before = wb::harness::AllocationsSoFar();
   for (int call = 0; call < 500; ++call) share_out(1 + call % 1000, 1 + call % 6, work);
   CHECK(wb::harness::AllocationsSoFar() - before == 0);
+}
+
+TEST_CASE("while every thread takes its share, each helper runs its own run of tasks") {
+  // The harness turns this on for a decoder's first call, so that every helper meets every
+  // product and grows its kernels' per-thread buffers there, not in a decode step. Thread i of
+  // a call of 4 threads and 8 tasks owns tasks 2i and 2i + 1; none may be taken by another.
+  SetEveryThreadTakesItsShare(true);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::thread::id> ranOn(8);
+    share_out(8, 4, [&](int t) { ranOn[static_cast<size_t>(t)] = std::this_thread::get_id(); });
+    const std::thread::id caller = std::this_thread::get_id();
+    int wrong = 0;
+    for (int i = 0; i < 4; ++i) {
+      const std::thread::id a = ranOn[static_cast<size_t>(2 * i)], b = ranOn[static_cast<size_t>(2 * i + 1)];
+      wrong += a != b || ((i == 0) != (a == caller));
+    }
+    for (int i = 0; i < 4; ++i) {
+      for (int j = i + 1; j < 4; ++j) wrong += ranOn[static_cast<size_t>(2 * i)] == ranOn[static_cast<size_t>(2 * j)];
+    }
+    INFO("round ", round);
+    REQUIRE(wrong == 0);
+  }
+  SetEveryThreadTakesItsShare(false);
 }

@@ -17,6 +17,7 @@
 #include "model/config/model_weights.h"
 #include "model/config/weight_source.h"
 #include "runner/harness/harness.h"
+#include "runner/stages/05-decoder/child/work_pool.h"
 #include "stage05_decoder.h"
 
 namespace wb::harness {
@@ -133,8 +134,12 @@ void CallStage(Region& region) {
     WatchFirstAllocation();
     const uint64_t before = AllocationsSoFar();
     region.BeginCall(static_cast<unsigned>(c));
+    // The first call, whose allocations are not counted: every helper thread takes its share
+    // (work_pool.h), so that per-thread buffers grow here and not in a decode step.
+    SetEveryThreadTakesItsShare(c == 0);
     decoder_forward(model, cache, std::span<const int32_t>(tokens + rowsBefore, static_cast<size_t>(n)),
                     params.allLogits ? Logits::kAll : Logits::kLast, buffers, params.threads);
+    SetEveryThreadTakesItsShare(false);
     region.EndCall();
     allocations[2 * c] = AllocationsSoFar() - before;
     allocations[2 * c + 1] = static_cast<uint64_t>(FirstAllocationSite());

@@ -5,15 +5,16 @@
 // thread of the team has arrived, so one helper the system has not scheduled holds up the whole
 // step for as long as it waits for a core (milliseconds, on a machine with more runnable threads
 // than cores; a decode step of a small model takes a fraction of one). Here the calling thread
-// waits only for the work: the tasks of a call are claimed one at a time from a shared counter,
-// by the caller and by whichever helpers are running, and the caller returns once every task
-// claimed has finished. A helper that has not been given a core claims nothing and is not
-// waited for; the worst a busy machine can do is a helper descheduled in the middle of one task.
+// waits only for the work: the tasks of a call are claimed one at a time, by the caller and by
+// whichever helpers are running, and the caller returns once every task claimed has finished.
+// A helper that has not been given a core claims nothing and is not waited for; the worst a
+// busy machine can do is a helper descheduled in the middle of one task, and once the caller
+// has seen that happen it runs the calls that follow alone for a while (NoteWait).
 //
-// Each thread owns a contiguous range of the tasks and claims from its front, so on a quiet machine
-// every thread streams through one region of the weights, as a static split would; a thread whose
-// range is used up claims from the others' (the caller first takes the tasks of a helper that
-// has not arrived). A range is one 64-bit word, so that a task and the call it belongs to are
+// Each thread owns a contiguous range of the tasks and claims from its front, so on a quiet
+// machine every thread streams through one region of the weights, as a static split would; a
+// thread whose range is used up claims from the others' (so the caller takes the tasks of a
+// helper that has not arrived). A range is one 64-bit word, so that a task and the call it belongs to are
 // claimed in one atomic step: bits 0-27 the next task, bits 28-55 the end of the range, bits
 // 56-63 how many threads the call may use. A call stores its description, then the ranges
 // (release), then bumps a call counter; any claim below a range's end (an acquire
@@ -37,6 +38,7 @@
 #include <sched.h>
 
 #include "stage05_kernels.h"
+#include "work_pool.h"
 
 namespace {
 
@@ -86,7 +88,8 @@ class WorkPool {
     if (busy_.exchange(true, std::memory_order_acquire)) return false;
     Grow(threads - 1);
     const Clock::time_point start = Clock::now();
-    if (tasks == 1 || start < aloneUntil_) {
+    const bool ownShares = ownShares_.load(std::memory_order_relaxed);
+    if (tasks == 1 || (start < aloneUntil_ && !ownShares)) {
       for (int t = 0; t < tasks; ++t) task(context, t);
       busy_.store(false, std::memory_order_release);
       return true;
@@ -94,6 +97,7 @@ class WorkPool {
     threads = std::min(threads, tasks);  // no more threads than tasks are woken
     task_ = task;
     context_ = context;
+    callOwnShares_.store(ownShares, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     // Thread i's range: tasks [i * tasks / threads, (i + 1) * tasks / threads).
     for (int i = 0; i < threads; ++i) {
@@ -108,7 +112,7 @@ class WorkPool {
     ClaimAndRun(kCaller, threads);
     const Clock::time_point ownDone = Clock::now();
     WaitForDone(static_cast<uint64_t>(tasks));
-    NoteWait(ownDone - start, Clock::now() - ownDone, ownDone);
+    if (!ownShares) NoteWait(ownDone - start, Clock::now() - ownDone, ownDone);
     busy_.store(false, std::memory_order_release);
     return true;
   }
@@ -145,6 +149,7 @@ class WorkPool {
   // call's, and then claims from that call's ranges, which is as good.
   void ClaimAndRun(int index, int threads) {
     ClaimFrom(index, index);
+    if (callOwnShares_.load(std::memory_order_relaxed)) return;  // SetEveryThreadTakesItsShare
     for (int i = 1; i < threads; ++i) ClaimFrom((index + i) % threads, index);
   }
 
@@ -214,6 +219,10 @@ class WorkPool {
   };
 
   std::atomic<bool> busy_{false};
+ public:
+  std::atomic<bool> ownShares_{false};  // SetEveryThreadTakesItsShare
+ private:
+  std::atomic<bool> callOwnShares_{false};  // the current call's, published with its ranges
   // While the machine looks busy (NoteWait): calls before aloneUntil_ run on the caller alone.
   Clock::time_point aloneUntil_{};
   Clock::duration alone_ = kAloneFirst;
@@ -234,6 +243,8 @@ WorkPool& Pool() {
 }
 
 }  // namespace
+
+void SetEveryThreadTakesItsShare(bool on) { Pool().ownShares_.store(on, std::memory_order_relaxed); }
 
 void share_out(int tasks, int threads, void (*task)(void* context, int t), void* context) {
   if (tasks <= 0) return;
