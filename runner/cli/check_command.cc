@@ -50,7 +50,8 @@ Command AddCheckCommand(CLI::App& app) {
   c->add_option("--memory-limit", o->check.memoryLimitMiB, "MiB your code may allocate (default 1024)")
       ->check(CLI::PositiveNumber);
   c->add_flag("--leaderboard", o->check.leaderboard,
-              "Also measure what the stage's Gradescope leaderboard ranks by (stage 3: fused_block GFLOP/s)");
+              "Also measure what the stage's Gradescope leaderboard ranks by (stage 3: fused_block GFLOP/s; 4: "
+              "matmul_q GOP/s at T=1; 5: decode tokens/s)");
   c->add_option("--kernel-version", o->check.kernelVersion,
                 "Run the kernels' version for one instruction set (portable, avx2, avx512vnni): the child reads it "
                 "from WB_KERNEL_VERSION, as the solution of stage 4 does");

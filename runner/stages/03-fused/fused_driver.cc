@@ -26,6 +26,7 @@
 #include "runner/engine/checkpoint_engine.h"
 #include "runner/engine/crash_description.h"
 #include "runner/isolation/shared_region.h"
+#include "runner/stages/leaderboard_timing.h"
 #include "runner/stages/stage_driver.h"
 
 namespace wb::stage03 {
@@ -94,26 +95,17 @@ class FusedDriver final : public BlockWeightsDriver {
     spec.T = kBenchLargestT;
     spec.seed = 20261202;
     spec.threads = 1;
-    double fastest = INFINITY;
-    for (int run = 0; run < kRuns; ++run) {
-      auto ran = RunBlockCase(spec, context);
-      if (!ran.ok()) return ran.error();
-      if (ran->status != CaseStatus::kPass) return std::vector<LeaderboardEntry>{entry};
-      fastest = std::min(fastest, ran->wallSeconds);
-    }
     const StageBuild* build = FindStageBuild(3);
     if (build == nullptr) return InternalError("the leaderboard needs stage 3's build");
     StageContext solution = context;
     solution.harness = build->solutionHarness;
     CaseSpec tiny = spec;
     tiny.T = 1;
-    double startup = INFINITY;
-    for (int run = 0; run < kRuns; ++run) {
-      auto ran = RunBlockCase(tiny, solution);
-      if (!ran.ok()) return ran.error();
-      startup = std::min(startup, ran->wallSeconds);
-    }
-    entry.value = FusedBlockFlops(kBenchLargestT) / std::max(fastest - startup, 1e-6) / 1e9;
+    auto seconds = TimeFromOutside(
+        kRuns, [&] { return RunBlockCase(spec, context); }, [&] { return RunBlockCase(tiny, solution); });
+    if (!seconds.ok()) return seconds.error();
+    if (!seconds->has_value()) return std::vector<LeaderboardEntry>{entry};
+    entry.value = FusedBlockFlops(kBenchLargestT) / **seconds / 1e9;
     return std::vector<LeaderboardEntry>{entry};
   }
 

@@ -631,6 +631,10 @@ std::string Svg(const Figures& f, const BenchOptions& o) {
 }  // namespace
 }  // namespace quant_bench
 
+void FillRandomBlocks(Weight type, size_t count, unsigned char* out, uint64_t seed) {
+  quant_bench::FillBlocks(type, count, out, seed);
+}
+
 Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, const StageContext& context) {
   using namespace quant_bench;
   if (!o.contexts.empty() || !o.tokens.empty()) {

@@ -36,10 +36,16 @@
 #pragma once
 
 #include "common/expected.h"
+#include "quant_call.h"
 #include "quant_weights.h"
 #include "runner/stages/stage_driver.h"
 
 namespace wb::stage04 {
+
+// `count` blocks of `type` at `out` that a real file could hold, from `seed` (SplitMix64): a
+// random normal half scale, then random codes. For timings, whose speed does not depend on the
+// values (the bench's matrices, and the leaderboard's).
+void FillRandomBlocks(Weight type, size_t count, unsigned char* out, uint64_t seed);
 
 Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& options, const StageContext& context);
 

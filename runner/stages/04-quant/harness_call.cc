@@ -1,5 +1,5 @@
-// Stage 4's call: one kernel, twice, or one quant_block (quant_call.h). Which one the runner
-// laid out decides.
+// Stage 4's call: one kernel, twice, one quant_block, or the leaderboard's run of matmul_q
+// (quant_call.h). Which one the runner laid out decides.
 #include "quant_call.h"
 #include "runner/harness/harness.h"
 #include "stage04_quant.h"
@@ -37,6 +37,26 @@ void CallKernel(Region& region) {
   }
 }
 
+void CallLeaderboard(Region& region) {
+  using L = stage04::LeaderboardCall;
+  region.Bind<L>();
+  const L::Params p = region.Params<L>();
+  const size_t inputBytes = static_cast<size_t>(p.in / 32) * sizeof(BlockQ8_0);
+  const size_t blockBytes = p.weight == stage04::Weight::kQ4_0 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+  const size_t matrixBytes = static_cast<size_t>(p.out) * static_cast<size_t>(p.in / 32) * blockBytes;
+  const auto* inputs = region.As<L, const unsigned char>(L::kInputs);
+  const auto* weights = region.As<L, const unsigned char>(L::kWeights);
+  float* results = region.As<L, float>(L::kResults);
+  region.BeginCall(0);
+  for (int c = 0; c < p.calls; ++c) {
+    const QuantMatrix W{.type = TypeOf(p.weight), .blocks = weights + matrixBytes * static_cast<size_t>(c % p.copies),
+                        .rows = p.out, .cols = p.in};
+    matmul_q(1, reinterpret_cast<const BlockQ8_0*>(inputs + inputBytes * static_cast<size_t>(c)), W,
+             results + static_cast<size_t>(p.out) * c, Accumulate::kOverwrite, 1);
+  }
+  region.EndCall();
+}
+
 void CallBlock(Region& region) {
   using L = stage04::QuantBlockCall;
   region.Bind<L>();
@@ -66,6 +86,7 @@ void CallBlock(Region& region) {
 
 void CallStage(Region& region) {
   if (region.Holds<stage04::KernelCall>()) return CallKernel(region);
+  if (region.Holds<stage04::LeaderboardCall>()) return CallLeaderboard(region);
   CallBlock(region);
 }
 

@@ -5,11 +5,13 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "bench_driver.h"
 #include "model/files/tensor_types.h"
 #include "quant_call.h"
 #include "quant_checks.h"
@@ -350,6 +352,105 @@ Expected<CaseReport> RunKernelCase(const CaseSpec& spec, const StageContext& con
   const std::vector<uint32_t> outputs = {L::kResult, L::kSecondRun};
   const CaseFindings findings =
       FindingsOfChild(outcome, region, spec.kernel, context.limits, outputs, chain.allUnwritten);
+  Conclude(findings, report);
+  return report;
+}
+
+Expected<CaseReport> RunMatmulLeaderboard(const MatmulLeaderboardRun& run, const StageContext& context) {
+  using LB = LeaderboardCall;
+  const int perRow = run.in / kQK;
+  const size_t rowBytes = static_cast<size_t>(perRow) * BlockBytes(run.type);
+  const size_t matrixBytes = rowBytes * run.out;
+  const size_t inputBytes = static_cast<size_t>(perRow) * kQ8Bytes;
+  CaseReport report;
+  report.name = "leaderboard";
+  report.parameters = fmt::format("matmul_q {} x {} {}, T=1, {} calls, 1 thread", run.out, run.in,
+                                  run.type == Weight::kQ4_0 ? "Q4_0" : "Q8_0", run.calls);
+
+  // A new row of activations for every call: the reference quantizer's blocks of random rows.
+  const std::vector<float> x = ref::GenerateInputRows(run.seed, run.calls, run.in, 1.0);
+  auto xq = ReferenceQ8_0(x);
+  if (!xq) return InternalError("the leaderboard's activations did not quantize");
+  std::array<BufferSize, LB::kBufferCount> sizes{};
+  sizes[LB::kInputs] = BufferSize::Bytes(xq->size(), shm::kReadOnly);
+  sizes[LB::kWeights] = BufferSize::Bytes(matrixBytes * run.copies, shm::kReadOnly);
+  sizes[LB::kResults] = {static_cast<size_t>(run.calls) * run.out, shm::kWritable};
+  auto created = SharedRegion::Create<LB>(sizes);
+  if (!created.ok()) return created.error();
+  SharedRegion& region = *created;
+  std::ranges::copy(*xq, region.Bytes<LB>(LB::kInputs).begin());
+  // The copies need not differ, only live at different addresses.
+  const std::span<unsigned char> weights = region.Bytes<LB>(LB::kWeights);
+  FillRandomBlocks(run.type, matrixBytes / BlockBytes(run.type), weights.data(), run.seed ^ kMatrixStream);
+  for (int c = 1; c < run.copies; ++c) std::memcpy(weights.data() + c * matrixBytes, weights.data(), matrixBytes);
+  region.PoisonOutputs();
+  region.SetParams<LB>({.calls = run.calls, .copies = run.copies, .out = run.out, .in = run.in, .weight = run.type});
+
+  auto ran = RunInChild(context.harness, region, context.limits);
+  if (!ran.ok()) return ran.error();
+  const ChildOutcome& outcome = *ran;
+  report.callSeconds = outcome.callSeconds;
+  report.wallSeconds = outcome.wallSeconds;
+  report.childOutput = ChildOutputText(outcome);
+  const std::span<const float> results = region.Floats<LB>(LB::kResults);
+
+  // Every call's row written and finite: a run that skips calls leaves poison behind.
+  CheckpointReport every;
+  every.name = "matmul_q, every call";
+  every.shape = fmt::format("{} x {}", run.calls, run.out);
+  every.total = results.size();
+  every.points = every.maxPoints = 1;
+  for (float v : results) {
+    if (std::bit_cast<uint32_t>(v) == shm::kPoisonWord) {
+      ++every.unwritten;
+    } else if (std::isnan(v)) {
+      ++every.nanCount;
+    } else if (std::isinf(v)) {
+      ++every.infCount;
+    }
+  }
+  every.failing = every.unwritten + every.nanCount + every.infCount;
+  if (every.failing > 0) {
+    every.status = CheckStatus::kFail;
+    every.points = 0;
+    every.observation = fmt::format("{} of the {} values the calls return were never written or are not finite",
+                                    every.failing, every.total);
+  }
+
+  // Calls drawn now, after the child has returned, checked against the exact product.
+  std::vector<int> drawn(run.calls);
+  for (int c = 0; c < run.calls; ++c) drawn[c] = c;
+  std::shuffle(drawn.begin(), drawn.end(), std::mt19937_64(std::random_device{}()));
+  drawn.resize(std::min(run.sampled, run.calls));
+  std::sort(drawn.begin(), drawn.end());
+  const Codes wc = CodesOf(std::span<const unsigned char>(weights.data(), matrixBytes), run.type, run.out, run.in);
+  std::vector<float> got;
+  std::vector<double> expected;
+  for (int c : drawn) {
+    const std::span<const unsigned char> row(xq->data() + inputBytes * c, inputBytes);
+    const Codes xc = CodesOf(row, Weight::kQ8_0, 1, run.in);
+    const std::vector<double> product = Product(xc, wc, 1, run.out, run.in, Sum::kExact);
+    expected.insert(expected.end(), product.begin(), product.end());
+    const auto written = results.subspan(static_cast<size_t>(c) * run.out, run.out);
+    got.insert(got.end(), written.begin(), written.end());
+  }
+  CheckpointDescriptor d;
+  d.name = "matmul_q, sampled calls";
+  d.shape = fmt::format("{} x {}", drawn.size(), run.out);
+  d.got = got;
+  d.expected = std::move(expected);
+  d.tolerance = MatmulTolerance(run.in);
+  d.where = [&drawn, &run](size_t index) {
+    return fmt::format("call {}, column {}", drawn[index / run.out] + 1, index % run.out);
+  };
+  d.geometry = BufferGeometry{.rows = static_cast<int>(drawn.size()), .width = run.out, .headDim = 0,
+                              .rowName = "call", .firstRow = 0};
+  ChainResult chain = CheckChain(std::span(&d, 1), 1);
+  report.checkpoints = std::move(chain.checkpoints);
+  report.checkpoints.push_back(every);
+  const std::vector<uint32_t> outputs = {LB::kResults};
+  const CaseFindings findings = FindingsOfChild(outcome, region, "matmul_q", context.limits, outputs,
+                                                chain.allUnwritten && every.unwritten == every.total);
   Conclude(findings, report);
   return report;
 }

@@ -21,6 +21,7 @@
 #include <span>
 #include <string_view>
 
+#include "quant_call.h"
 #include "runner/cases/case_file.h"
 #include "runner/report/report.h"
 #include "runner/stages/stage_driver.h"
@@ -32,5 +33,23 @@ namespace wb::stage04 {
 std::span<const std::string_view> MatmulMisconceptionIds();
 
 Expected<CaseReport> RunKernelCase(const CaseSpec& spec, const StageContext& context);
+
+// The leaderboard's run of matmul_q (check 4 --leaderboard; quant_call.h's LeaderboardCall):
+// `calls` products at T = 1 on one thread, each on a new row of activations, of an out x in
+// matrix of `type` with random blocks, laid out `copies` times and taken in turn so that the
+// weights stream from memory. Checked as a case is: every call's row must be written and
+// finite, and `sampled` calls, drawn only after the child has returned, must match the exact
+// product in float64 within matmul_q's tolerance. The report's wallSeconds is the child's
+// whole life, by the runner's clock.
+struct MatmulLeaderboardRun {
+  Weight type = Weight::kQ4_0;
+  int out = 0;
+  int in = 0;
+  int calls = 0;
+  int copies = 1;
+  int sampled = 4;
+  uint64_t seed = 0;
+};
+Expected<CaseReport> RunMatmulLeaderboard(const MatmulLeaderboardRun& run, const StageContext& context);
 
 }  // namespace wb::stage04

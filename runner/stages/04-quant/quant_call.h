@@ -1,7 +1,8 @@
-// Stage 4's two call layouts (runner/isolation/call_layout.h), shared by the driver and the
+// Stage 4's call layouts (runner/isolation/call_layout.h), shared by the driver and the
 // child's harness: a kernel case runs quantize_q8_0 or matmul_q twice on the same inputs
-// (KernelCall), a block case runs quant_block once (QuantBlockCall). Blocks travel as bytes,
-// in ggml's layouts (contracts/stage04_quant.h); floats as floats.
+// (KernelCall), a block case runs quant_block once (QuantBlockCall), and the leaderboard runs
+// matmul_q at T = 1 many times over (LeaderboardCall). Blocks travel as bytes, in ggml's
+// layouts (contracts/stage04_quant.h); floats as floats.
 #pragma once
 
 #include <array>
@@ -37,6 +38,24 @@ struct KernelCall {
     Weight weight;   // matmul_q: W's type
     int32_t accumulate;  // 1: Accumulate::kAdd
     int32_t threads;
+  };
+};
+
+// The leaderboard's run (check 4 --leaderboard): `calls` products at T = 1, one thread, call c
+// on row c of the inputs (in / 32 Q8_0 blocks each) and writing row c of the results (out
+// floats each), with copy c % copies of W, so that the weights stream from memory and no call
+// has the same input as another.
+struct LeaderboardCall {
+  static constexpr uint32_t kId = LayoutId("04-quant leaderboard v1");
+  enum Buffer : uint32_t { kInputs, kWeights, kResults, kBufferCount };
+  static constexpr std::array<const char*, kBufferCount> kNames = {"inputs", "weights", "results"};
+  static constexpr uint32_t kFirstOutput = kResults;
+  struct Params {
+    int32_t calls;
+    int32_t copies;
+    int32_t out;
+    int32_t in;
+    Weight weight;
   };
 };
 

@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_call.h"
 #include "bench_driver.h"
 #include "kernel_checks.h"
 #include "quant_call.h"
@@ -39,6 +40,7 @@
 #include "runner/engine/checkpoint_engine.h"
 #include "runner/engine/crash_description.h"
 #include "runner/isolation/shared_region.h"
+#include "runner/stages/leaderboard_timing.h"
 #include "runner/stages/stage_driver.h"
 
 namespace wb::stage04 {
@@ -96,6 +98,42 @@ class QuantDriver final : public StageDriver {
 
   Expected<int> Bench(const BenchOptions& options, const StageContext& context) const override {
     return RunQuantBench(sets_, options, context);
+  }
+
+  // matmul_q at T = 1 on bench 4's decode matrix (Llama-3-8B's FFN, 14336 x 4096), one thread,
+  // in Q4_0 and in Q8_0: GOP/s (2 integer operations per multiply-add) of a run of calls, each
+  // on new activations, the copies of the matrix taken in turn so that it streams from memory
+  // (kernel_checks.h); timed by the runner's clock (leaderboard_timing.h) less the solution's
+  // child on one call per copy, which pays the same start-up and first touch of every copy.
+  Expected<std::vector<LeaderboardEntry>> Leaderboard(const StageContext& context, bool measure) const override {
+    constexpr int kRuns = 3;
+    constexpr int kCopies = 4;  // 118 MiB of Q4_0, 223 MiB of Q8_0: more than a server's L3
+    constexpr int kCalls = 200;
+    std::vector<LeaderboardEntry> entries;
+    const StageBuild* build = FindStageBuild(context.stage->number);
+    if (build == nullptr) return InternalError("the leaderboard needs stage 4's build");
+    StageContext solution = context;
+    solution.harness = build->solutionHarness;
+    for (Weight type : {Weight::kQ4_0, Weight::kQ8_0}) {
+      LeaderboardEntry entry{.name = fmt::format("matmul_q GOP/s ({}, T=1, {} x {}, 1 thread)",
+                                                 type == Weight::kQ4_0 ? "Q4_0" : "Q8_0", kDecodeRows, kDecodeCols),
+                             .value = 0,
+                             .ascending = false};
+      if (measure) {
+        const MatmulLeaderboardRun timed{.type = type, .out = kDecodeRows, .in = kDecodeCols,
+                                         .calls = kCopies + kCalls, .copies = kCopies, .sampled = 4,
+                                         .seed = 20261206};
+        MatmulLeaderboardRun startup = timed;
+        startup.calls = kCopies;
+        auto seconds = TimeFromOutside(
+            kRuns, [&] { return RunMatmulLeaderboard(timed, context); },
+            [&] { return RunMatmulLeaderboard(startup, solution); });
+        if (!seconds.ok()) return seconds.error();
+        if (seconds->has_value()) entry.value = 2.0 * kDecodeRows * kDecodeCols * kCalls / **seconds / 1e9;
+      }
+      entries.push_back(entry);
+    }
+    return entries;
   }
 
  private:

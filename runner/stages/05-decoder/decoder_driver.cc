@@ -19,6 +19,7 @@
 #include "decoder_child.h"
 #include "runner/engine/case_verdict.h"
 #include "runner/engine/crash_description.h"
+#include "runner/stages/leaderboard_timing.h"
 
 namespace wb::stage05 {
 namespace {
@@ -84,6 +85,46 @@ class DecoderDriver final : public StageDriver {
                        fmt::join(uses, ", and "));
   }
 
+  // Decode tokens/s on the workbook's own model (kjv-llama-2m in Q8_0), one thread: a prompt of
+  // kLeaderboardPrompt tokens and then kLeaderboardSteps decode steps of one token in one child,
+  // every call checked as a case's are, timed by the runner's clock (leaderboard_timing.h) less
+  // the solution's child on the prompt and one step: its start-up, the model's opening and the
+  // prompt, which no submission can lengthen.
+  Expected<std::vector<LeaderboardEntry>> Leaderboard(const StageContext& context, bool measure) const override {
+    constexpr int kRuns = 5;  // a run is a fraction of a second: more of them steady the fastest
+    constexpr int kLeaderboardPrompt = 16;
+    constexpr int kLeaderboardSteps = kMaxCalls - 1;  // as many as one case may make
+    LeaderboardEntry entry{.name = fmt::format("decode tokens/s (kjv-llama-2m Q8_0, {} steps, 1 thread)",
+                                               kLeaderboardSteps),
+                           .value = 0,
+                           .ascending = false};
+    if (!measure) return std::vector<LeaderboardEntry>{entry};
+    CaseSpec spec;
+    spec.name = "leaderboard";
+    spec.model = "kjv-llama-2m";
+    spec.format = "gguf";
+    spec.variant = "q8_0";
+    spec.cache = "f16";
+    spec.pageSize = 16;
+    spec.seed = 20261206;
+    spec.threads = 1;
+    spec.lastLogitsOnly = true;
+    spec.steps.assign(1 + kLeaderboardSteps, 1);
+    spec.steps.front() = kLeaderboardPrompt;
+    const StageBuild* build = FindStageBuild(context.stage->number);
+    if (build == nullptr) return InternalError("the leaderboard needs stage 5's build");
+    StageContext solution = context;
+    solution.harness = build->solutionHarness;
+    CaseSpec startup = spec;
+    startup.steps.resize(2);
+    auto seconds = TimeFromOutside(
+        kRuns, [&] { return RunCase(spec, context); }, [&] { return RunCase(startup, solution); });
+    if (!seconds.ok()) return seconds.error();
+    if (!seconds->has_value()) return std::vector<LeaderboardEntry>{entry};
+    entry.value = (kLeaderboardSteps - 1) / **seconds;
+    return std::vector<LeaderboardEntry>{entry};
+  }
+
   Expected<CaseReport> RunCase(const CaseSpec& spec, const StageContext& context) const override {
     auto prepared = PrepareDecoderCase(spec, context.paths);
     if (!prepared) return prepared.error();
@@ -94,6 +135,7 @@ class DecoderDriver final : public StageDriver {
     if (!ran) return ran.error();
     ChildRun& run = *ran;
     report.callSeconds = run.outcome.callSeconds;
+    report.wallSeconds = run.outcome.wallSeconds;
     report.childOutput = ChildOutputText(run.outcome);
 
     ChainResult checks = CheckDecoderCase(data, run, *context.stage, spec.points);
