@@ -1,9 +1,11 @@
 // `workbook bench STAGE`: validate, then time (llm.c's dev/cuda order). The student's stage
 // file (or, with --solutions, the solution) is checked on the stage's visible suite first: a
-// kernel that gets the wrong answer is not timed. Then it is built into the stage's bench
-// child, which the stage's driver runs and reports (stage 2: runner/stages/02-kv-cache/
-// bench_driver.h; stage 3: runner/stages/03-fused/bench_driver.h). Exit status: 0 measured,
-// 1 not valid (or failed while timed), 2 bad usage.
+// kernel that gets the wrong answer is not timed. Then the stage's driver times it
+// (StageDriver::Bench): built into the stage's bench child where the stage has one
+// (StageBuild::benchHarnessLibrary), else with what the driver builds itself (the heavy
+// stage's generate program). The command knows no stage by number: which stages have a bench,
+// and which stage-specific options each takes, the drivers say. Exit status: 0 measured, 1 not
+// valid (or failed while timed), 2 bad usage.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -14,7 +16,6 @@
 #include <fmt/format.h>
 
 #include "command.h"
-#include "decoder_bench.h"
 #include "runner/engine/check.h"
 #include "runner/report/renderers.h"
 #include "runner/stages/stage_driver.h"
@@ -25,17 +26,48 @@ namespace {
 struct BenchCommandOptions {
   int stage = 0;
   bool solutions = false;
-  bool mine = false;      // stage 5: the student's decoder (the default), said explicitly
-  std::string model;      // stage 5: a model to time instead of the TinyLlama-shaped ones
-  std::string kernels = "solutions";  // stage 5: mine links the student's stage-3/4 kernels
+  bool mine = false;      // the student's code (the default), said explicitly
+  std::string model;      // a model to time instead of the bench's own
+  std::string kernels = "solutions";  // mine links the student's earlier kernels
   std::string stagesDir;
   std::string contexts;
   std::string tokens;
   std::string format = "text";
   std::string plot;
   double budget = 0;
-  bool contention = false;  // stage 5: 1 and 2 threads, as the machine is and with busy loops
+  bool contention = false;  // 1 and 2 threads, as the machine is and with busy loops
+
+  // The stage-specific options given (kStageBenchOptions' names).
+  std::vector<std::string> StageOptionsGiven() const {
+    std::vector<std::string> given;
+    if (mine) given.push_back("--mine");
+    if (!model.empty()) given.push_back("--model");
+    if (kernels != "solutions") given.push_back("--kernels");
+    if (contention) given.push_back("--contention");
+    return given;
+  }
 };
+
+// The stages of this build that have a bench, and of those the ones that take `option`
+// (every one when `option` is empty), as "`bench 2`, `bench 3`"; a heavy stage this front end
+// does not build is named by its number alone, as the one a heavy option belongs to.
+std::string BenchesTaking(const std::string& option) {
+  std::string named;
+  auto add = [&named](int number) { named += fmt::format("{}`bench {}`", named.empty() ? "" : ", ", number); };
+  for (std::span<const StageBuild> (*builds)() : {BuiltStages, HeavyStageBuilds}) {
+    for (const StageBuild& s : builds()) {
+      const std::unique_ptr<StageDriver> driver = s.makeDriver();
+      const std::vector<std::string> takes = driver->BenchTakes();
+      if (driver->HasBench() && (option.empty() || std::find(takes.begin(), takes.end(), option) != takes.end())) {
+        add(s.number);
+      }
+    }
+  }
+  if (!option.empty() && named.empty() && HeavyStageBuilds().empty()) {
+    for (int number : HeavyStageNumbers()) add(number);
+  }
+  return named;
+}
 
 // "512,4096" for --contexts (context lengths) or --tokens (T values).
 Expected<std::vector<int>> ParseCounts(const std::string& text, const char* option, const char* what) {
@@ -56,25 +88,21 @@ Expected<std::vector<int>> ParseCounts(const std::string& text, const char* opti
 
 int RunBench(const BenchCommandOptions& o) {
   const WorkbookPaths paths = DefaultPaths();
-  if (o.stage == 5 && FindStageBuild(5) != nullptr) {  // the whole decoder: decoder_bench.h
-    return RunDecoderBench({.solutions = o.solutions, .mine = o.mine, .stagesDir = o.stagesDir, .model = o.model,
-                            .kernels = o.kernels, .format = o.format, .plot = o.plot,
-                            .repeats = o.budget > 0 ? std::max(1, static_cast<int>(o.budget)) : 3,
-                            .contention = o.contention});
-  }
-  if (o.stage != 5 && (o.mine || !o.model.empty() || o.kernels != "solutions" || o.contention)) {
-    return ReportUsageError("--mine, --model, --kernels and --contention are for bench 5");
-  }
   auto table = LoadStageTable(paths.Source("data/stages.json"));
   if (!table.ok()) return ReportError(table.error());
   const StageInfo* stage = table->Find(o.stage);
   const StageBuild* build = FindStageBuild(o.stage);
-  if (stage == nullptr || build == nullptr || build->benchHarnessLibrary[0] == '\0') {
-    std::string with;
-    for (const StageBuild& s : BuiltStages()) {
-      if (s.benchHarnessLibrary[0] != '\0') with += fmt::format("{}`bench {}`", with.empty() ? "" : ", ", s.number);
+  const std::unique_ptr<StageDriver> driver = build != nullptr ? build->makeDriver() : nullptr;
+  if (stage == nullptr || driver == nullptr || !driver->HasBench()) {
+    return ReportUsageError(fmt::format("stage {} has no benchmark; the ones there are: {}", o.stage, BenchesTaking("")));
+  }
+  if (o.mine && o.solutions) return ReportUsageError("--mine and --solutions: choose one");
+  const std::vector<std::string> takes = driver->BenchTakes();
+  for (const std::string& option : o.StageOptionsGiven()) {
+    if (std::find(takes.begin(), takes.end(), option) == takes.end()) {
+      return ReportUsageError(
+          fmt::format("bench {} takes no {}: it is an option of {}", o.stage, option, BenchesTaking(option)));
     }
-    return ReportUsageError(fmt::format("stage {} has no benchmark; the ones there are: {}", o.stage, with));
   }
   auto contexts = ParseCounts(o.contexts, "--contexts", "context lengths");
   if (!contexts.ok()) return ReportError(contexts.error());
@@ -88,12 +116,13 @@ int RunBench(const BenchCommandOptions& o) {
   check.stage = o.stage;
   check.solutions = o.solutions;
   check.stagesDir = o.stagesDir;
+  check.kernels = o.kernels;
   auto validated = RunCheck(check, paths);
   if (!validated.ok()) return ReportError(validated.error());
   if (validated->status != RunStatus::kPass) {
     std::fputs(RenderText(*validated, DetectTextStyle()).c_str(), progress);
     std::fprintf(progress,
-                 "\nbench: not timed. %s fails stage %d's visible cases, and a wrong kernel's speed means nothing: "
+                 "\nbench: not timed. %s fails stage %d's visible cases, and the speed of a wrong answer means nothing: "
                  "`./workbook check %d` until it passes, then bench again.\n",
                  validated->source.c_str(), o.stage, o.stage);
     return kExitFail;
@@ -102,23 +131,23 @@ int RunBench(const BenchCommandOptions& o) {
                o.stage);
   std::fflush(progress);
 
-  // Time: the same file, built into the stage's bench child.
-  StageBuild benchBuild = *build;
-  benchBuild.harnessLibrary = build->benchHarnessLibrary;
-  benchBuild.solutionHarness = build->solutionBench;
-  CheckOptions bench = check;
-  auto impl = PrepareImplementation(bench, *stage, benchBuild, paths);
-  if (!impl.ok()) return ReportError(impl.error());
-  if (!impl->compiled) {
-    return ReportError(InternalError(fmt::format("{} compiled for the check but not for the bench: {}",
-                                                 impl->source, impl->compilerOutput)));
-  }
+  // Time: the same file, built into the stage's bench child where the stage has one.
   StageContext context;
   context.stage = stage;
   context.paths = paths;
-  context.harness = impl->harness;
   context.limits.memoryBytes = check.memoryLimitMiB << 20;
-  const std::unique_ptr<StageDriver> driver = build->makeDriver();
+  if (build->benchHarnessLibrary[0] != '\0') {
+    StageBuild benchBuild = *build;
+    benchBuild.harnessLibrary = build->benchHarnessLibrary;
+    benchBuild.solutionHarness = build->solutionBench;
+    auto impl = PrepareImplementation(check, *stage, benchBuild, paths);
+    if (!impl.ok()) return ReportError(impl.error());
+    if (!impl->compiled) {
+      return ReportError(InternalError(fmt::format("{} compiled for the check but not for the bench: {}",
+                                                   impl->source, impl->compilerOutput)));
+    }
+    context.harness = impl->harness;
+  }
   if (auto prepared = driver->Prepare(context); !prepared.ok()) return ReportError(prepared.error());
   BenchOptions options;
   options.contexts = *contexts;
@@ -129,6 +158,11 @@ int RunBench(const BenchCommandOptions& o) {
   options.plotPath = o.plot;
   options.source = validated->source;
   options.memoryLimitMiB = check.memoryLimitMiB;
+  options.stagesDir = o.stagesDir;
+  options.mine = o.mine;
+  options.model = o.model;
+  options.kernels = o.kernels;
+  options.contention = o.contention;
   auto timed = driver->Bench(options, context);
   if (!timed.ok()) return ReportError(timed.error());
   return *timed;

@@ -37,13 +37,23 @@ struct StageContext {
 struct BenchOptions {
   std::vector<int> contexts;  // stage 2: context lengths
   std::vector<int> tokens;    // stage 3: T values
-  double budgetSeconds = 0;
+  double budgetSeconds = 0;   // stage 5: timed runs per figure
   bool solutions = false;     // timing the solution: stage 3 also times its kernel versions
   std::string format = "text";  // "text" or "json", on stdout
-  std::string plotPath;       // stage 3: also draw the figures as an SVG file here
+  std::string plotPath;       // stages 3-5: also draw the figures as an SVG file here
   std::string source;         // the stage file being timed, as `check` names it
+  std::string stagesDir;      // --stages-dir: another stages/ tree ("": the workbook's)
   uint64_t memoryLimitMiB = 1024;
+  // A stage's own options; a driver says which it takes (StageDriver::BenchTakes), and `bench`
+  // refuses the others before anything runs. Today stage 5's.
+  bool mine = false;                  // --mine: the student's code, said explicitly
+  std::string model;                  // --model: a model file or folder to time
+  std::string kernels = "solutions";  // --kernels mine: the student's earlier kernels linked in
+  bool contention = false;            // --contention: threads beside busy loops
 };
+
+// The stage-specific options of `bench`, by the name the command line gives them.
+inline constexpr const char* kStageBenchOptions[] = {"--mine", "--model", "--kernels", "--contention"};
 
 class StageDriver {
  public:
@@ -58,11 +68,16 @@ class StageDriver {
   // The stage's benchmark, run on context.harness (a bench child), printing its rows to
   // stdout as they are measured; the command has validated the implementation first.
   // Returns the exit status: 0 measured, 1 the student's code failed while timed.
+  // A stage whose bench runs a child of its own (StageBuild::benchHarnessLibrary) gets it in
+  // context.harness; one without (stage 5, which runs the generate program) builds what it runs.
   virtual Expected<int> Bench(const BenchOptions& options, const StageContext& context) const {
     (void)options;
     (void)context;
     return InternalError("this stage has no benchmark");
   }
+  // Whether the stage has a benchmark (`bench N`), and which of kStageBenchOptions it takes.
+  virtual bool HasBench() const { return false; }
+  virtual std::vector<std::string> BenchTakes() const { return {}; }
   // For a hidden case that failed: the command that shows a failure of its kind in full,
   // without a byte of the case's data (no seed, no size). By default the visible suite, which
   // has a case of every kind a stage's hidden example has (the course self-check holds it).

@@ -55,6 +55,7 @@ class DecodeDriver final : public BlockWeightsDriver {
 
   Expected<CaseReport> RunCase(const CaseSpec& spec, const StageContext& context) const override;
 
+  bool HasBench() const override { return true; }
   Expected<int> Bench(const BenchOptions& options, const StageContext& context) const override {
     return RunDecodeBench(weights_, options, context);
   }

@@ -78,6 +78,7 @@ class FusedDriver final : public BlockWeightsDriver {
     return RunBlockCase(spec, context);
   }
 
+  bool HasBench() const override { return true; }
   Expected<int> Bench(const BenchOptions& options, const StageContext& context) const override {
     return RunFusedBench(weights_, options, context);
   }

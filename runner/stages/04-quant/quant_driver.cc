@@ -96,6 +96,7 @@ class QuantDriver final : public StageDriver {
     return RunBlockCase(spec, context);
   }
 
+  bool HasBench() const override { return true; }
   Expected<int> Bench(const BenchOptions& options, const StageContext& context) const override {
     return RunQuantBench(sets_, options, context);
   }

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "decoder_bench.h"
 #include "decoder_case.h"
 #include "decoder_checks.h"
 #include "decoder_child.h"
@@ -83,6 +84,15 @@ class DecoderDriver final : public StageDriver {
     }
     return fmt::format("Its matrices are {}; the provided weight_matmul hands {}", fmt::join(types, ", "),
                        fmt::join(uses, ", and "));
+  }
+
+  // The whole decoder against the machine's memory, or beside busy loops (decoder_bench.h).
+  bool HasBench() const override { return true; }
+  std::vector<std::string> BenchTakes() const override {
+    return {std::begin(kStageBenchOptions), std::end(kStageBenchOptions)};
+  }
+  Expected<int> Bench(const BenchOptions& options, const StageContext& context) const override {
+    return RunDecoderBench(options, context);
   }
 
   // Decode tokens/s on the workbook's own model (kjv-llama-2m in Q8_0), one thread: a prompt of

@@ -1,9 +1,9 @@
 // `workbook bench 5 [--solutions|--mine] [--model PATH] [--kernels mine] [--format json] [--plot FILE]`:
 // the whole decoder against this machine's memory bandwidth, every figure from one run.
 //
-// Order, as every bench here (llm.c's dev/cuda): validate, then time. The decoder is checked
-// on stage 5's visible suite first (a wrong decoder's speed means nothing); then, on the
-// same machine in the same run:
+// Order, as every bench here (llm.c's dev/cuda): validate, then time. `bench` has checked the
+// decoder on stage 5's visible suite first (a wrong decoder's speed means nothing:
+// runner/cli/bench_command.cc); this driver then measures, on the same machine in the same run:
 //   - the probe: the read bandwidth over a buffer larger than the caches, on 1 and 2
 //     threads (stage 4's yardstick, runner/stages/bench_support.h);
 //   - each model (--model, or by default a TinyLlama-1.1B-shaped model with random weights in
@@ -25,7 +25,8 @@
 // is, then with one busy loop per online CPU running beside it (processes the bench starts and
 // stops), on the KJV model and the TinyLlama-shaped Q4_0 file (or --model). Goals: with the
 // loops, 2 threads decode at 0.7x of 1 thread or better; without them, never slower than 1.
-// Exit status: 0 measured; 1 the decoder failed the check or failed while timed; 2 bad usage.
+// Returns the exit status: 0 measured; 1 the decoder failed while timed (or did not compile);
+// 2 it refused the model as bad input; bad usage comes back as a BadUsage error.
 #include "decoder_bench.h"
 
 #include "runner/isolation/child_process.h"
@@ -45,15 +46,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "command.h"
 #include "generate_program.h"
-#include "runner/engine/check.h"
 #include "runner/engine/paths.h"
-#include "runner/report/renderers.h"
 #include "runner/stages/bench_support.h"
 #include "runner/stages/04-quant/stage04_paths.h"
 
-namespace wb::cli {
+namespace wb::stage05 {
 
 namespace {
 
@@ -61,6 +59,11 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr int kDecoderStage = 5;
+
+// --budget, for this bench: how many timed runs make a figure (default 3).
+int RepeatsOf(const BenchOptions& o) {
+  return o.budgetSeconds > 0 ? std::max(1, static_cast<int>(o.budgetSeconds)) : 3;
+}
 constexpr double kProbeBudgetSeconds = 0.5;
 
 struct Rates {
@@ -219,19 +222,34 @@ json DecodeRatesByThreads(const json& report) {
   return rates;
 }
 
-int RunContentionBench(const DecoderBenchOptions& o, const GenerateBinary& program, const WorkbookPaths& paths,
+// The end of either report: its goals, then on stdout the JSON alone, or the footnote and the
+// goals' table (for a student's decoder, headed as the goals the solution was written to).
+void FinishReport(json& report, const std::vector<SpeedGoal>& goals, const BenchOptions& o, const std::string& footnote,
+                  const std::string& forStudents) {
+  report["goals"] = GoalsJson(goals);
+  if (o.format == "json") {
+    std::puts(report.dump(2).c_str());
+    return;
+  }
+  std::printf("\n%s\n", footnote.c_str());
+  PrintGoals(o.solutions ? "The solution's goals, in this run:"
+                         : "The goals the solution was written to, with your figures" + forStudents + ":",
+             goals);
+}
+
+Expected<int> RunContentionBench(const BenchOptions& o, const GenerateBinary& program, const WorkbookPaths& paths,
                        std::FILE* progress) {
   std::vector<std::string> models;
   if (!o.model.empty()) {
     models = {o.model};
   } else {
     auto defaults = DefaultModels(paths, progress);
-    if (!defaults) return ReportError(defaults.error());
+    if (!defaults) return defaults.error();
     models = {paths.Source("data/models/kjv-llama-2m/model-q8_0.gguf"), defaults->front()};
   }
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   const int loops = static_cast<int>(std::max(1L, cpus));
-  const int alternations = std::max(o.repeats, 7);
+  const int alternations = std::max(RepeatsOf(o), 7);
   json report = {{"stage", kDecoderStage},
                  {"mode", "contention"},
                  {"decoder", program.decoderName},
@@ -259,7 +277,7 @@ int RunContentionBench(const DecoderBenchOptions& o, const GenerateBinary& progr
     const std::vector<std::string> args = {"--bench-threads", threadList, "--bench-repeats", "1", "--bench-prefill", "16",
                                            "--bench-decode", std::to_string(steps)};
     auto asIs = TimeModel(program, model, args, progress);
-    if (!asIs) return ReportError(asIs.error());
+    if (!asIs) return asIs.error();
     if (asIs->exitStatus != kExitPass) return asIs->exitStatus;
     Expected<TimedModel> busy = TimedModel{};
     int running = 0;
@@ -268,10 +286,10 @@ int RunContentionBench(const DecoderBenchOptions& o, const GenerateBinary& progr
       running = busyLoops.running();
       busy = TimeModel(program, model, args, progress);
     }
-    if (!busy) return ReportError(busy.error());
+    if (!busy) return busy.error();
     if (busy->exitStatus != kExitPass) return busy->exitStatus;
     if (running != loops) {
-      return ReportError(SystemError(fmt::format("could start only {} of {} busy loops", running, loops)));
+      return SystemError(fmt::format("could start only {} of {} busy loops", running, loops));
     }
     json entry = {{"model", ModelNameInReport(model, o.model, paths)},
                   {"decode_steps", steps},
@@ -293,59 +311,34 @@ int RunContentionBench(const DecoderBenchOptions& o, const GenerateBinary& progr
     }
     report["models"].push_back(entry);
   }
-  report["goals"] = GoalsJson(goals);
-  if (o.format == "json") {
-    std::puts(report.dump(2).c_str());
-  } else {
-    std::printf("\n(tokens/s: the median of the runs, with the slowest and fastest; a run decodes the steps after a "
-                "prompt of 16 tokens, each timed run after an untimed one in the same process)\n");
-    PrintGoals(o.solutions ? "The solution's goals, in this run:"
-                           : "The goals the solution was written to, with your figures:",
-               goals);
-  }
+  FinishReport(report, goals, o,
+               "(tokens/s: the median of the runs, with the slowest and fastest; a run decodes the steps after a "
+               "prompt of 16 tokens, each timed run after an untimed one in the same process)",
+               "");
   return kExitPass;
 }
 
-int RunDecoderBench(const DecoderBenchOptions& o) {
-  const WorkbookPaths paths = DefaultPaths();
+Expected<int> RunDecoderBench(const BenchOptions& o, const StageContext& context) {
+  const WorkbookPaths& paths = context.paths;
   std::FILE* progress = o.format == "json" ? stderr : stdout;
-  if (o.mine && o.solutions) return ReportUsageError("--mine and --solutions: choose one");
-  if (o.contention && !o.plot.empty()) return ReportUsageError("--plot draws bench 5's bandwidth figure, which --contention does not measure");
-  if (!o.plot.empty()) {  // refused before anything is measured
-    if (Status writable = CheckPlotWritable(o.plot); !writable.ok()) return ReportError(writable.error());
+  if (o.mine && o.solutions) return BadUsage("--mine and --solutions: choose one");
+  if (o.contention && !o.plotPath.empty()) {
+    return BadUsage("--plot draws bench 5's bandwidth figure, which --contention does not measure");
   }
-  if (!o.model.empty() && !fs::exists(o.model)) {
-    return ReportUsageError(fmt::format("{}: no such model file or folder", o.model));
+  if (!o.plotPath.empty()) {  // refused before anything is measured
+    if (Status writable = CheckPlotWritable(o.plotPath); !writable.ok()) return writable.error();
   }
-
-  // Validate: stage 5's visible suite, as `check 5` runs it.
-  CheckOptions check;
-  check.stage = kDecoderStage;
-  check.solutions = o.solutions;
-  check.stagesDir = o.stagesDir;
-  check.kernels = o.kernels;
-  auto validated = RunCheck(check, paths);
-  if (!validated.ok()) return ReportError(validated.error());
-  if (validated->status != RunStatus::kPass) {
-    std::fputs(RenderText(*validated, DetectTextStyle()).c_str(), progress);
-    std::fprintf(progress,
-                 "\nbench: not timed. %s fails stage 5's visible cases, and a wrong decoder's speed means nothing: "
-                 "`./workbook check 5` until it passes, then bench again.\n",
-                 validated->source.c_str());
-    return kExitFail;
-  }
-  std::fprintf(progress, "bench: %s passes stage 5's visible cases; timing it.\n", validated->source.c_str());
-  std::fflush(progress);
+  if (!o.model.empty() && !fs::exists(o.model)) return BadUsage(fmt::format("{}: no such model file or folder", o.model));
 
   auto program = GenerateProgram({.mine = !o.solutions, .solutions = o.solutions, .kernels = o.kernels,
                                   .stagesDir = o.stagesDir});
-  if (!program) return ReportError(program.error());
+  if (!program) return program.error();
   if (program->path.empty()) return kExitFail;
   if (o.contention) return RunContentionBench(o, *program, paths, progress);
   std::vector<std::string> models;
   if (o.model.empty()) {
     auto defaults = DefaultModels(paths, progress);
-    if (!defaults) return ReportError(defaults.error());
+    if (!defaults) return defaults.error();
     models = *defaults;
   } else {
     models = {o.model};
@@ -355,7 +348,7 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
   // the mean of the two probes around its runs, so a machine whose other load changes during
   // the bench is compared with what it gave while that model ran.
   auto cache = LastLevelCache();
-  if (!cache) return ReportError(cache.error());
+  if (!cache) return cache.error();
   // The probe's buffer lives where the model's weights do: private anonymous memory with huge
   // pages asked for (the generate program reads the file into such memory, mapped_file.h).
   const uint64_t wantedProbeBytes = MemoryPassBytes(*cache);
@@ -378,13 +371,13 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
                       probeBytes / printed["seconds"][1]["median"].get<double>() / 1e9};
   };
   auto firstProbe = measureProbe();
-  if (!firstProbe) return ReportError(firstProbe.error());
+  if (!firstProbe) return firstProbe.error();
   const ProbeRates probeGbs = *firstProbe;
   ProbeRates probeBefore = probeGbs;
 
   json report = {{"stage", kDecoderStage},
                  {"decoder", program->decoderName},
-                 {"source", validated->source},
+                 {"source", o.source},
                  {"machine", MachineJson()},
                  {"last_level_cache", {{"bytes", cache->bytes}, {"source", cache->source}}},
                  {"probe",
@@ -405,16 +398,16 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
   }
   std::vector<SpeedGoal> goals;
   for (const std::string& model : models) {
-    auto timed = TimeModel(*program, model, {"--bench-threads", "1,2", "--bench-repeats", std::to_string(o.repeats)},
+    auto timed = TimeModel(*program, model, {"--bench-threads", "1,2", "--bench-repeats", std::to_string(RepeatsOf(o))},
                            progress);
-    if (!timed) return ReportError(timed.error());
+    if (!timed) return timed.error();
     if (timed->exitStatus != kExitPass) return timed->exitStatus;
     json entry = timed->report;
     // The model as the reader knows it: as given to --model, or the default model's path in the
     // workbook's tree, so that a report shared or committed names no machine's folders.
     entry["model"] = ModelNameInReport(model, o.model, paths);
     auto probeAfter = measureProbe();
-    if (!probeAfter) return ReportError(probeAfter.error());
+    if (!probeAfter) return probeAfter.error();
     const ProbeRates around = {(probeBefore[0] + (*probeAfter)[0]) / 2, (probeBefore[1] + (*probeAfter)[1]) / 2};
     entry["probe_gb_per_second"] = {{"before", probeBefore}, {"after", *probeAfter}, {"mean", around}};
     probeBefore = *probeAfter;
@@ -484,23 +477,17 @@ int RunDecoderBench(const DecoderBenchOptions& o) {
     }
     report["models"].push_back(entry);
   }
-  report["goals"] = GoalsJson(goals);
-  if (o.format == "json") {
-    std::puts(report.dump(2).c_str());
-  } else {
-    std::printf("\n(tokens/s: the median of %d runs after a warm-up, with the slowest and fastest; GB/s: decode's "
-                "median times the weight bytes one token reads; of probe: of the mean of the probes measured "
-                "just before and just after that model)\n",
-                o.repeats);
-    PrintGoals(o.solutions ? "The solution's goals, in this run:"
-                           : "The goals the solution was written to, with your figures (0.5x the solution is fast):",
-               goals);
-  }
-  if (!o.plot.empty()) {
-    if (Status s = WritePlot(o.plot, PlotSvg(report)); !s.ok()) return ReportError(s.error());
-    std::fprintf(progress, "bench: wrote %s\n", o.plot.c_str());
+  FinishReport(report, goals, o,
+               fmt::format("(tokens/s: the median of {} runs after a warm-up, with the slowest and fastest; GB/s: "
+                           "decode's median times the weight bytes one token reads; of probe: of the mean of the "
+                           "probes measured just before and just after that model)",
+                           RepeatsOf(o)),
+               " (0.5x the solution is fast)");
+  if (!o.plotPath.empty()) {
+    if (Status s = WritePlot(o.plotPath, PlotSvg(report)); !s.ok()) return s.error();
+    std::fprintf(progress, "bench: wrote %s\n", o.plotPath.c_str());
   }
   return kExitPass;
 }
 
-}  // namespace wb::cli
+}  // namespace wb::stage05

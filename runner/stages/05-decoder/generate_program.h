@@ -1,4 +1,5 @@
-// The generate program a command runs (`generate`, and `bench 5`, which runs its bench mode):
+// The generate program a command runs (`generate`, and `bench 5`, which runs its bench mode;
+// generate_program.cc):
 // the solution's, prebuilt, or the student's stages/05-decoder compiled against the generate
 // program's library as `check 5` compiles it (runner/generate/meson.build).
 #pragma once
@@ -8,7 +9,7 @@
 
 #include "common/expected.h"
 
-namespace wb::cli {
+namespace wb::stage05 {
 
 struct GenerateChoice {
   bool mine = false;
@@ -30,4 +31,4 @@ Expected<GenerateBinary> GenerateProgram(const GenerateChoice& choice);
 // seeing only these; `model` in its arguments must be the first of them.
 std::vector<std::string> ModelReadablePaths(const std::string& model);
 
-}  // namespace wb::cli
+}  // namespace wb::stage05
