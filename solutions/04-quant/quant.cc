@@ -464,6 +464,7 @@ constexpr size_t BlockBytes() {
 // instruction sets (target attributes), so the file still builds and runs on any x86-64; which
 // version runs is chosen once, from the CPU's features (ChooseBandKernel, below).
 struct PortableCodes {
+  static Floats ScalesToFloats(UHalves halves) { return HalvesToFloats(halves); }
   // Q8_0: block b is lanes 0 .. 15 (b even) or 16 .. 31 (b odd) of its pair's xEven, xOdd.
   static void ArrangeQ8(const BlockQ8_0& block, int half, Words* pair) {
     for (int i = 0; i < 16; ++i) {
@@ -556,7 +557,7 @@ inline UBytes QuadCodes(const unsigned char* a, const unsigned char* b, const un
 }
 
 #define WB_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")))
-#define WB_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define WB_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 // AVX-512 VNNI: vpdpbusd multiplies 64 unsigned bytes by 64 signed bytes and adds each four
 // neighbouring products into an int32 lane of the accumulator, exactly (no saturation). Its
@@ -565,6 +566,12 @@ inline UBytes QuadCodes(const unsigned char* a, const unsigned char* b, const un
 // second term prepared once per activation block (ByteCodes::ArrangeQ8) as the accumulator's
 // starting value.
 struct Avx512VnniCodes : ByteCodes {
+  // vcvtph2ps: 16 halves to floats in one instruction, exactly (every half is a float). The
+  // zero-masked form with every lane kept: GCC 12's unmasked one starts from an undefined
+  // vector and warns about it.
+  WB_TARGET_AVX512_VNNI static Floats ScalesToFloats(UHalves halves) {
+    return reinterpret_cast<Floats>(_mm512_maskz_cvtph_ps(0xFFFF, reinterpret_cast<__m256i>(halves)));
+  }
   WB_TARGET_AVX512_VNNI static Ints DotBytes(Ints sums, UBytes u, const Words& s) {
     return reinterpret_cast<Ints>(_mm512_dpbusd_epi32(reinterpret_cast<__m512i>(sums), reinterpret_cast<__m512i>(u),
                                                       reinterpret_cast<__m512i>(s)));
@@ -601,6 +608,14 @@ struct Avx512VnniCodes : ByteCodes {
 // = 32512, below int16's 32767. Q4_0 codes are unsigned already, a pair at most 2 x 15 x 127.
 typedef int32_t Ints8 __attribute__((vector_size(32)));  // 8 int32: one AVX2 register
 struct Avx2Codes : ByteCodes {
+  // vcvtph2ps (F16C): eight halves to floats in one instruction, exactly.
+  WB_TARGET_AVX2 static Floats ScalesToFloats(UHalves halves) {
+    const __m128i* h = reinterpret_cast<const __m128i*>(&halves);
+    typedef float Floats8 __attribute__((vector_size(32)));
+    const Floats8 low = reinterpret_cast<Floats8>(_mm256_cvtph_ps(h[0]));
+    const Floats8 high = reinterpret_cast<Floats8>(_mm256_cvtph_ps(h[1]));
+    return __builtin_shufflevector(low, high, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  }
   WB_TARGET_AVX2 static Ints8 DotBytes(__m256i u, __m256i s) {
     return reinterpret_cast<Ints8>(_mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
   }
@@ -737,7 +752,7 @@ struct RowGroup {
 
 // Fills `group` with rows [o, o + rows) of W, which `tokens` tokens will meet: the addresses,
 // then the blocks' scales.
-template <WeightType kType>
+template <class Codes, WeightType kType>
 void GroupRows(const QuantMatrix& W, int blocks, int paddedBlocks, int o, int rows, int tokens, RowGroup& group) {
   const unsigned char* weights = static_cast<const unsigned char*>(W.blocks);
   for (int r = 0; r < kGroupRows; ++r) {
@@ -748,7 +763,8 @@ void GroupRows(const QuantMatrix& W, int blocks, int paddedBlocks, int o, int ro
     group.quadScales.resize(static_cast<size_t>(quads));
     group.wholeQuadScales = tokens > 1;
     for (int q = 0; group.wholeQuadScales && q < blocks / 4; ++q) {
-      group.quadScales[q] = HalvesToFloats(QuadScaleHalves(group.row, static_cast<size_t>(q) * 4 * sizeof(BlockQ4_0)));
+      group.quadScales[q] =
+          Codes::ScalesToFloats(QuadScaleHalves(group.row, static_cast<size_t>(q) * 4 * sizeof(BlockQ4_0)));
     }
     if (blocks % 4 != 0) {  // the last, partial quad: its missing blocks repeat the row's last
       UHalves halves{};
@@ -760,7 +776,7 @@ void GroupRows(const QuantMatrix& W, int blocks, int paddedBlocks, int o, int ro
           halves[4 * r + k] = d;
         }
       }
-      group.quadScales[quads - 1] = HalvesToFloats(halves);
+      group.quadScales[quads - 1] = Codes::ScalesToFloats(halves);
     }
     return;
   }
@@ -775,7 +791,7 @@ void GroupRows(const QuantMatrix& W, int blocks, int paddedBlocks, int o, int ro
         std::memcpy(&d, group.row[r] + static_cast<size_t>(b0 + k) * BlockBytes<kType>(), sizeof d);
         halves[k] = d;
       }
-      const Floats f = HalvesToFloats(halves);
+      const Floats f = Codes::ScalesToFloats(halves);
       std::memcpy(scales + b0, &f, sizeof f);
     }
   }
@@ -813,7 +829,7 @@ void GroupDotQ4(const RowGroup& group, const Activations& a, int t, int rows, fl
     ahead += share;
     const size_t at = static_cast<size_t>(q) * 4 * sizeof(BlockQ4_0);
     const Floats scale =
-        quadScales(kConvertScales ? HalvesToFloats(QuadScaleHalves(group.row, at)) : group.quadScales[q], q);
+        quadScales(kConvertScales ? Codes::ScalesToFloats(QuadScaleHalves(group.row, at)) : group.quadScales[q], q);
     sum += __builtin_convertvector(Codes::Q4Quad(group.row, at, x + 4 * q), Floats) * scale;
   }
   for (size_t at = ahead; at < group.nextBytes; at += 64) __builtin_prefetch(group.next + at);
@@ -900,7 +916,7 @@ void MatmulQRows(int T, const Activations& a, const QuantMatrix& W, float* y, Ac
     for (size_t at = 0; at < first; at += 64) __builtin_prefetch(weights + bandBegin + at);
     for (int o = r0; o < r1; o += kGroupRows) {
       const int rows = std::min(kGroupRows, r1 - o);
-      GroupRows<kType>(W, a.blocks, a.paddedBlocks, o, rows, chunkEnd - chunk, group);
+      GroupRows<Codes, kType>(W, a.blocks, a.paddedBlocks, o, rows, chunkEnd - chunk, group);
       const size_t next = static_cast<size_t>(o) * rowBytes + lead;
       group.next = next < bandEnd ? weights + next : weights;
       group.nextBytes = next < bandEnd ? std::min(kGroupRows * rowBytes, bandEnd - next) : 0;
@@ -987,7 +1003,7 @@ const BandVersion kBandVersions[] = {
     {"portable", MatmulQBandPortable, [] { return true; }},
 #if defined(__x86_64__)
     {"avx2", MatmulQBandAvx2,
-     [] { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }},
+     [] { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"); }},
     {"avx512vnni", MatmulQBandAvx512Vnni,
      [] {
        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
