@@ -451,6 +451,10 @@ constexpr size_t BlockBytes() {
 //                          4i .. 4i + 3, lanes 0 .. 7 the first block's, 8 .. 15 the second's;
 //   Q4Quad, Q4PartialQuad  one quad of Q4_0 blocks in a group's four rows: lane 4r + k is row
 //                          r's block k, its whole sum of code products (codes 0 .. 15).
+//   UnpackQuad, Q4QuadUnpacked  the same from a row's quad unpacked once into kUnpacked
+//                          vectors (its nibbles as the products want them), for a row group
+//                          that meets many tokens (prefill): the unpacking is paid once per
+//                          group, not once per token.
 // Every version returns the same integers in the same lanes, and everything after them is the
 // same code: so the versions agree bit for bit, and the portable one is the oracle the others
 // are tested against (tests/stages/matmul_q_versions_test.cc).
@@ -489,6 +493,27 @@ struct PortableCodes {
   static Ints Q4Quad(const unsigned char* const* row, size_t at, const Words* quad) {
     Words rowSums[kGroupRows];
     for (int r = 0; r < kGroupRows; ++r) rowSums[r] = QuadSumsAt(row[r] + at, quad);
+    return BlockSumsOfRows(rowSums);
+  }
+  // A quad's four nibble vectors, q0 .. q3 of QuadSumsAt, each kept as its 64 bytes.
+  static constexpr int kUnpacked = 4;
+  static void UnpackQuad(const unsigned char* p, UBytes* out) {
+    const UBytes lo = Load<UBytes>(p);
+    const UBytes hi = Load<UBytes>(p + 8);
+    const UWords v = reinterpret_cast<UWords>(__builtin_shuffle(lo, hi, kQuadCodeBytes));
+    const UWords w = reinterpret_cast<UWords>(__builtin_shuffle(lo, hi, kQuadCodeBytesSwapped));
+    out[0] = reinterpret_cast<UBytes>(v & 15);
+    out[1] = reinterpret_cast<UBytes>(w >> 12);
+    out[2] = reinterpret_cast<UBytes>(w & 15);
+    out[3] = reinterpret_cast<UBytes>(v >> 12);
+  }
+  static Ints Q4QuadUnpacked(const UBytes* rows, const Words* x) {
+    Words rowSums[kGroupRows];
+    for (int r = 0; r < kGroupRows; ++r) {
+      const UBytes* q = rows + kUnpacked * r;
+      rowSums[r] = (reinterpret_cast<Words>(q[0]) * x[0] + reinterpret_cast<Words>(q[1]) * x[1]) +
+                   (reinterpret_cast<Words>(q[2]) * x[2] + reinterpret_cast<Words>(q[3]) * x[3]);
+    }
     return BlockSumsOfRows(rowSums);
   }
   static Ints Q4PartialQuad(const unsigned char* const (&blocks)[kGroupRows][4], const Words* quad) {
@@ -590,6 +615,20 @@ struct Avx512VnniCodes : ByteCodes {
     for (int r = 0; r < kGroupRows; ++r) lanes[r] = QuadLanes(QuadCodes(row[r] + at), quad);
     return BlockTotalsOfRows(lanes);
   }
+  // A quad's low and high nibbles, each as 64 bytes.
+  static constexpr int kUnpacked = 2;
+  WB_TARGET_AVX512_VNNI static void UnpackQuad(const unsigned char* p, UBytes* out) {
+    const UBytes codes = QuadCodes(p);
+    out[0] = codes & 15;
+    out[1] = codes >> 4;
+  }
+  WB_TARGET_AVX512_VNNI static Ints Q4QuadUnpacked(const UBytes* rows, const Words* quad) {
+    Ints lanes[kGroupRows];
+    for (int r = 0; r < kGroupRows; ++r) {
+      lanes[r] = DotBytes(DotBytes(Ints{}, rows[2 * r], quad[0]), rows[2 * r + 1], quad[1]);
+    }
+    return BlockTotalsOfRows(lanes);
+  }
   WB_TARGET_AVX512_VNNI static Ints Q4PartialQuad(const unsigned char* const (&blocks)[kGroupRows][4],
                                                   const Words* quad) {
     Ints lanes[kGroupRows];
@@ -634,8 +673,8 @@ struct Avx2Codes : ByteCodes {
     const int8_t* x = reinterpret_cast<const int8_t*>(&pair[0]);
     return Join8(Q8Block(a, x), Q8Block(b, x + 32));
   }
-  WB_TARGET_AVX2 static Ints QuadLanes(UBytes codes, const Words* quad) {
-    const UBytes low = codes & 15, high = codes >> 4;
+  WB_TARGET_AVX2 static Ints QuadLanes(UBytes codes, const Words* quad) { return NibbleLanes(codes & 15, codes >> 4, quad); }
+  WB_TARGET_AVX2 static Ints NibbleLanes(UBytes low, UBytes high, const Words* quad) {
     const unsigned char* lo = reinterpret_cast<const unsigned char*>(&low);
     const unsigned char* hi = reinterpret_cast<const unsigned char*>(&high);
     const int8_t* x0 = reinterpret_cast<const int8_t*>(&quad[0]);
@@ -654,6 +693,20 @@ struct Avx2Codes : ByteCodes {
                                      codes + 3 * sizeof(BlockQ4_0)),
                            quad);
     }
+    return BlockTotalsOfRows(lanes);
+  }
+  // A quad's low and high nibbles, each as 64 bytes.
+  static constexpr int kUnpacked = 2;
+  WB_TARGET_AVX2 static void UnpackQuad(const unsigned char* p, UBytes* out) {
+    const unsigned char* codes = p + 2;  // a block's codes follow its scale
+    const UBytes quad = QuadCodes(codes, codes + sizeof(BlockQ4_0), codes + 2 * sizeof(BlockQ4_0),
+                                  codes + 3 * sizeof(BlockQ4_0));
+    out[0] = quad & 15;
+    out[1] = quad >> 4;
+  }
+  WB_TARGET_AVX2 static Ints Q4QuadUnpacked(const UBytes* rows, const Words* quad) {
+    Ints lanes[kGroupRows];
+    for (int r = 0; r < kGroupRows; ++r) lanes[r] = NibbleLanes(rows[2 * r], rows[2 * r + 1], quad);
     return BlockTotalsOfRows(lanes);
   }
   WB_TARGET_AVX2 static Ints Q4PartialQuad(const unsigned char* const (&blocks)[kGroupRows][4], const Words* quad) {
@@ -746,6 +799,7 @@ struct RowGroup {
   std::vector<float> scales;       // Q8_0
   std::vector<Floats> quadScales;  // Q4_0: per quad of blocks, lane 4r + k = row r's block k
   bool wholeQuadScales = true;     // Q4_0: false when only the last, partial quad's is there
+  std::vector<UBytes> unpacked;    // Q4_0, many tokens: per whole quad, each row's unpacked codes
   const unsigned char* next = nullptr;  // the first byte of the group to request meanwhile
   size_t nextBytes = 0;                 // 0: nothing to request (past the band's end)
 };
@@ -803,7 +857,7 @@ void GroupRows(const QuantMatrix& W, int blocks, int paddedBlocks, int o, int ro
 // rows' block sums (BlockSumsOfRows) multiply-added with the scales. Lane 4r + k of either
 // accumulator is row r's, block k's of each quad. kConvertScales: the whole quads' weight
 // scales are converted here, from the quads' first loads, not read from the group.
-template <class Codes, bool kConvertScales>
+template <class Codes, bool kConvertScales, bool kFromUnpacked = false>
 void GroupDotQ4(const RowGroup& group, const Activations& a, int t, int rows, float* y, Accumulate mode) {
   const size_t quadsPerToken = static_cast<size_t>(a.paddedBlocks) / 4;
   const Floats* xScales = a.quadScales.data() + static_cast<size_t>(t) * quadsPerToken;
@@ -830,7 +884,11 @@ void GroupDotQ4(const RowGroup& group, const Activations& a, int t, int rows, fl
     const size_t at = static_cast<size_t>(q) * 4 * sizeof(BlockQ4_0);
     const Floats scale =
         quadScales(kConvertScales ? Codes::ScalesToFloats(QuadScaleHalves(group.row, at)) : group.quadScales[q], q);
-    sum += __builtin_convertvector(Codes::Q4Quad(group.row, at, x + 4 * q), Floats) * scale;
+    const Ints sums = kFromUnpacked ? Codes::Q4QuadUnpacked(&group.unpacked[static_cast<size_t>(q) * kGroupRows *
+                                                                            Codes::kUnpacked],
+                                                            x + 4 * q)
+                                    : Codes::Q4Quad(group.row, at, x + 4 * q);
+    sum += __builtin_convertvector(sums, Floats) * scale;
   }
   for (size_t at = ahead; at < group.nextBytes; at += 64) __builtin_prefetch(group.next + at);
   // The last, partial quad: its missing blocks repeat the row's last, against zero codes.
@@ -897,6 +955,20 @@ void GroupDotQ8(const RowGroup& group, const Activations& a, int t, int rows, fl
   }
 }
 
+// A group of Q4_0 rows that meets many tokens: each row's whole quads unpacked once
+// (Codes::UnpackQuad), so that every token's products start from the unpacked codes. At T = 1
+// the unpacking is part of the one token's products and gains nothing.
+template <class Codes>
+void UnpackGroup(int fullQuads, RowGroup& group) {
+  group.unpacked.resize(static_cast<size_t>(fullQuads) * kGroupRows * Codes::kUnpacked);
+  for (int q = 0; q < fullQuads; ++q) {
+    for (int r = 0; r < kGroupRows; ++r) {
+      Codes::UnpackQuad(group.row[r] + static_cast<size_t>(q) * 4 * sizeof(BlockQ4_0),
+                        &group.unpacked[(static_cast<size_t>(q) * kGroupRows + r) * Codes::kUnpacked]);
+    }
+  }
+}
+
 // Weight rows [r0, r1) of y, on the calling thread: tokens in chunks, and within a chunk each
 // group of rows meets every token while its blocks are in L1 or L2.
 template <class Codes, WeightType kType>
@@ -920,11 +992,14 @@ void MatmulQRows(int T, const Activations& a, const QuantMatrix& W, float* y, Ac
       const size_t next = static_cast<size_t>(o) * rowBytes + lead;
       group.next = next < bandEnd ? weights + next : weights;
       group.nextBytes = next < bandEnd ? std::min(kGroupRows * rowBytes, bandEnd - next) : 0;
+      if constexpr (kType == WeightType::kQ4_0) {
+        if (group.wholeQuadScales) UnpackGroup<Codes>(a.blocks / 4, group);
+      }
       for (int t = chunk; t < chunkEnd; ++t) {
         float* out = y + static_cast<size_t>(t) * W.rows + o;
         if constexpr (kType == WeightType::kQ4_0) {
           if (group.wholeQuadScales) {
-            GroupDotQ4<Codes, false>(group, a, t, rows, out, mode);
+            GroupDotQ4<Codes, false, true>(group, a, t, rows, out, mode);
           } else {
             GroupDotQ4<Codes, true>(group, a, t, rows, out, mode);
           }
