@@ -739,13 +739,23 @@ struct Activations {
 };
 
 // The result lives in one object per thread, reused by every call and grown only when a call
-// needs more than any before it (assign keeps the capacity): after the first large call,
-// matmul_q allocates nothing, which a decode step of stage 5 must not.
+// needs more than any before it (assign keeps the capacity). MatmulQBand prepares at most
+// kTokenChunk tokens at a time, and room for that many is reserved on the first call of a
+// width: after it, matmul_q allocates nothing, which a decode step of stage 5 must not.
 template <class Codes>
 const Activations& Prepare(int T, const BlockQ8_0* xq, int blocks, WeightType type) {
   static thread_local Activations a;
   a.blocks = blocks;
   a.paddedBlocks = (blocks + kScaleBatch - 1) / kScaleBatch * kScaleBatch;
+  // Room for a whole chunk of tokens from the first call of this width on (MatmulQBand).
+  const size_t room = static_cast<size_t>(std::max(T, kTokenChunk)) * a.paddedBlocks;
+  a.codes.reserve(room);
+  a.scales.reserve(room);
+  if (type == WeightType::kQ4_0) {
+    a.offsets.reserve(room);
+    a.quadScales.reserve(room / 4);
+    a.quadOffsets.reserve(room / 4);
+  }
   a.codes.assign(static_cast<size_t>(T) * a.paddedBlocks, Words{});
   a.scales.assign(static_cast<size_t>(T) * a.paddedBlocks, 0.0f);
   if (type == WeightType::kQ4_0) a.offsets.assign(static_cast<size_t>(T) * a.paddedBlocks, 0.0f);
@@ -816,6 +826,9 @@ void GroupRows(const QuantMatrix& W, int blocks, int paddedBlocks, int o, int ro
     const int quads = (blocks + 3) / 4;
     group.quadScales.resize(static_cast<size_t>(quads));
     group.wholeQuadScales = tokens > 1;
+    // Room for UnpackGroup's codes whatever the tokens: a decoder whose first call is one token
+    // and a later step two must not allocate in that step.
+    group.unpacked.reserve(static_cast<size_t>(blocks / 4) * kGroupRows * Codes::kUnpacked);
     for (int q = 0; group.wholeQuadScales && q < blocks / 4; ++q) {
       group.quadScales[q] =
           Codes::ScalesToFloats(QuadScaleHalves(group.row, static_cast<size_t>(q) * 4 * sizeof(BlockQ4_0)));
@@ -1014,13 +1027,24 @@ void MatmulQRows(int T, const Activations& a, const QuantMatrix& W, float* y, Ac
 
 // Rows [r0, r1) of y with the code products of `Codes`: the activations prepared for them, then
 // the rows in groups.
+//
+// A chunk of kTokenChunk tokens at a time, as MatmulQRows takes them: the weights are read once
+// per chunk either way, and the activations prepared for one chunk at a time need room for
+// kTokenChunk tokens at most, which Prepare reserves at the first call of a width. So after
+// that first call no call allocates, whatever its token count: a decoder whose prompt was one
+// token may run a step of two (or of sixteen, or more) without allocating.
 template <class Codes>
 void MatmulQBand(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode, int r0, int r1) {
-  const Activations& a = Prepare<Codes>(T, xq, W.cols / QK, W.type);
-  if (W.type == WeightType::kQ8_0) {
-    MatmulQRows<Codes, WeightType::kQ8_0>(T, a, W, y, mode, r0, r1);
-  } else {
-    MatmulQRows<Codes, WeightType::kQ4_0>(T, a, W, y, mode, r0, r1);
+  const int blocks = W.cols / QK;
+  for (int chunk = 0; chunk < T; chunk += kTokenChunk) {
+    const int tokens = std::min(kTokenChunk, T - chunk);
+    const Activations& a = Prepare<Codes>(tokens, xq + static_cast<size_t>(chunk) * blocks, blocks, W.type);
+    float* out = y + static_cast<size_t>(chunk) * W.rows;
+    if (W.type == WeightType::kQ8_0) {
+      MatmulQRows<Codes, WeightType::kQ8_0>(tokens, a, W, out, mode, r0, r1);
+    } else {
+      MatmulQRows<Codes, WeightType::kQ4_0>(tokens, a, W, out, mode, r0, r1);
+    }
   }
 }
 
