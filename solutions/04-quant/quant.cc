@@ -826,9 +826,6 @@ void GroupRows(const QuantMatrix& W, int blocks, int paddedBlocks, int o, int ro
     const int quads = (blocks + 3) / 4;
     group.quadScales.resize(static_cast<size_t>(quads));
     group.wholeQuadScales = tokens > 1;
-    // Room for UnpackGroup's codes whatever the tokens: a decoder whose first call is one token
-    // and a later step two must not allocate in that step.
-    group.unpacked.reserve(static_cast<size_t>(blocks / 4) * kGroupRows * Codes::kUnpacked);
     for (int q = 0; group.wholeQuadScales && q < blocks / 4; ++q) {
       group.quadScales[q] =
           Codes::ScalesToFloats(QuadScaleHalves(group.row, static_cast<size_t>(q) * 4 * sizeof(BlockQ4_0)));
@@ -995,6 +992,11 @@ void MatmulQRows(int T, const Activations& a, const QuantMatrix& W, float* y, Ac
   // How far ahead the next bytes are requested: whole groups, at least kPrefetchBytes.
   const size_t groupBytes = kGroupRows * rowBytes;
   const size_t lead = (kPrefetchBytes + groupBytes - 1) / groupBytes * groupBytes;
+  if constexpr (kType == WeightType::kQ4_0) {
+    // Room for UnpackGroup's codes whatever the tokens: a decoder whose first call is one token
+    // and a later step two must not allocate in that step.
+    group.unpacked.reserve(static_cast<size_t>(a.blocks / 4) * kGroupRows * Codes::kUnpacked);
+  }
   for (int chunk = 0; chunk < T; chunk += kTokenChunk) {
     const int chunkEnd = std::min(T, chunk + kTokenChunk);
     const size_t first = std::min(lead, bandEnd - bandBegin);
@@ -1036,15 +1038,21 @@ void MatmulQRows(int T, const Activations& a, const QuantMatrix& W, float* y, Ac
 template <class Codes>
 void MatmulQBand(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode, int r0, int r1) {
   const int blocks = W.cols / QK;
-  for (int chunk = 0; chunk < T; chunk += kTokenChunk) {
-    const int tokens = std::min(kTokenChunk, T - chunk);
-    const Activations& a = Prepare<Codes>(tokens, xq + static_cast<size_t>(chunk) * blocks, blocks, W.type);
-    float* out = y + static_cast<size_t>(chunk) * W.rows;
+  auto rows = [&](int tokens, const BlockQ8_0* x, float* out) {
+    const Activations& a = Prepare<Codes>(tokens, x, blocks, W.type);
     if (W.type == WeightType::kQ8_0) {
       MatmulQRows<Codes, WeightType::kQ8_0>(tokens, a, W, out, mode, r0, r1);
     } else {
       MatmulQRows<Codes, WeightType::kQ4_0>(tokens, a, W, out, mode, r0, r1);
     }
+  };
+  if (T <= kTokenChunk) {  // a decode step, or a short prompt: one chunk
+    rows(T, xq, y);
+    return;
+  }
+  for (int chunk = 0; chunk < T; chunk += kTokenChunk) {
+    rows(std::min(kTokenChunk, T - chunk), xq + static_cast<size_t>(chunk) * blocks,
+         y + static_cast<size_t>(chunk) * W.rows);
   }
 }
 
