@@ -108,6 +108,20 @@ int RunBench(const BenchCommandOptions& o) {
   if (!contexts.ok()) return ReportError(contexts.error());
   auto tokens = ParseCounts(o.tokens, "--tokens", "T values");
   if (!tokens.ok()) return ReportError(tokens.error());
+  BenchOptions options;
+  options.contexts = *contexts;
+  options.tokens = *tokens;
+  options.budgetSeconds = o.budget;
+  options.solutions = o.solutions;
+  options.format = o.format;
+  options.plotPath = o.plot;
+  options.stagesDir = o.stagesDir;
+  options.mine = o.mine;
+  options.model = o.model;
+  options.kernels = o.kernels;
+  options.contention = o.contention;
+  // The bench's own refusals first: a mistyped option is said now, not after the check.
+  if (Status usage = driver->CheckBenchOptions(options); !usage.ok()) return ReportError(usage.error());
   // With --format json, stdout is the JSON alone: what the bench says on the way goes to stderr.
   std::FILE* progress = o.format == "json" ? stderr : stdout;
 
@@ -149,20 +163,8 @@ int RunBench(const BenchCommandOptions& o) {
     context.harness = impl->harness;
   }
   if (auto prepared = driver->Prepare(context); !prepared.ok()) return ReportError(prepared.error());
-  BenchOptions options;
-  options.contexts = *contexts;
-  options.tokens = *tokens;
-  options.budgetSeconds = o.budget;
-  options.solutions = o.solutions;
-  options.format = o.format;
-  options.plotPath = o.plot;
-  options.source = validated->source;
   options.memoryLimitMiB = check.memoryLimitMiB;
-  options.stagesDir = o.stagesDir;
-  options.mine = o.mine;
-  options.model = o.model;
-  options.kernels = o.kernels;
-  options.contention = o.contention;
+  options.source = validated->source;
   auto timed = driver->Bench(options, context);
   if (!timed.ok()) return ReportError(timed.error());
   return *timed;

@@ -60,6 +60,7 @@ struct GradeOptions {
   int jobs = 1;
   std::string output = "grades";
   double submissionSeconds = 1800;
+  double caseSeconds = 0;  // check's --time-limit; 0: check's default
 };
 
 // One student's grading: found, copied, run, read back.
@@ -116,6 +117,7 @@ Expected<pid_t> StartRunner(const std::string& self, const GradeOptions& o, cons
   if (logFd < 0) return SystemError(fmt::format("{}: cannot write it: {}", log, std::strerror(errno)));
   std::vector<std::string> args = {self, "check", std::to_string(o.stage), "--stages-dir", tree, "--cases", o.cases,
                                    "--format", "json", "--output", report};
+  if (o.caseSeconds > 0) args.insert(args.end(), {"--time-limit", fmt::format("{}", o.caseSeconds)});
   const pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);
@@ -336,6 +338,9 @@ Command AddGradeCommand(CLI::App& app) {
   c->add_option("--output", o->output, "Where the gradebook and the reports go (default ./grades)");
   c->add_option("--submission-time-limit", o->submissionSeconds,
                 "Seconds one submission's grading may take before it is stopped (default 1800)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--time-limit", o->caseSeconds,
+                "Seconds per case, or per call, passed to each submission's check (default: check's)")
       ->check(CLI::PositiveNumber);
   return {c, [o]() { return RunGrade(*o); }};
 }

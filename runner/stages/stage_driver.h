@@ -75,6 +75,13 @@ class StageDriver {
     (void)context;
     return InternalError("this stage has no benchmark");
   }
+  // The bench's own checks of its options (lengths, T values, a plot it can write), run by
+  // `bench` before the validation's check, so that a mistyped option is said at once and not
+  // after the visible suite has run; Bench may rely on them.
+  virtual Status CheckBenchOptions(const BenchOptions& options) const {
+    (void)options;
+    return Status::Ok();
+  }
   // Whether the stage has a benchmark (`bench N`), and which of kStageBenchOptions it takes.
   virtual bool HasBench() const { return false; }
   virtual std::vector<std::string> BenchTakes() const { return {}; }

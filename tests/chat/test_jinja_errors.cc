@@ -2,7 +2,6 @@
 // interpreter does not run is refused by name (never rendered wrongly); the errors Jinja
 // itself raises (syntax, undefined values used, raise_exception, the sandbox's refusals,
 // unknown filters and tests) are errors here too.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "tests/chat/jinja_test_support.h"

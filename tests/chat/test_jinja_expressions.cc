@@ -2,7 +2,6 @@
 // arithmetic, comparisons, logic, the conditional expression, attribute and item access,
 // slicing, `in`, the tests (`is ...`), the str and dict methods, and how values print
 // (Python's str(): None, True, 1.0, lists and dicts as Python writes them).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "tests/chat/jinja_test_support.h"

@@ -1,7 +1,6 @@
 // The Jinja interpreter's filters on templates written for these tests, with Jinja's
 // semantics (template designer documentation, "List of Builtin Filters") and transformers'
 // tojson (json.dumps with ensure_ascii=False).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "tests/chat/jinja_test_support.h"

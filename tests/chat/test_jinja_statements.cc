@@ -2,7 +2,6 @@
 // (with else, a filter, unpacking and the loop variable), set (with namespace() and the block
 // form), macros, {% generation %}, raw, comments, break/continue, with and filter blocks,
 // and the scoping rules of the template designer documentation ("Assignments").
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "tests/chat/jinja_test_support.h"

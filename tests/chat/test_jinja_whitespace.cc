@@ -3,7 +3,6 @@
 // lstrip_blocks the spaces and tabs before one on its line; `-` strips all whitespace on its
 // side of a tag, `+` keeps it; {{ }} tags are never stripped except by `-`; one trailing
 // newline of the template is dropped.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "tests/chat/jinja_test_support.h"

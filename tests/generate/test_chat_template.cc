@@ -1,7 +1,6 @@
 // Chat prompts for generate --chat (runner/generate/chat_template.h): the conversation from
 // --system, --messages and --prompt; the model's template rendered with transformers'
 // variables; the BOS rule; and the errors, each naming what is wrong.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cstdio>

@@ -3,7 +3,6 @@
 // piece holds for them. Every element must be what the two plain products give, row by row:
 // act(x · gate^T) ⊙ (x · up^T), with the same stage-4 kernel behind both. And the product of
 // one input by several matrices in one call must equal one call a matrix, bit for bit.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

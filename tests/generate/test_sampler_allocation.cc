@@ -1,6 +1,5 @@
 // Sample() allocates nothing: this executable replaces the global operator new and counts
 // every call, then samples with every step of the chain switched on.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <atomic>

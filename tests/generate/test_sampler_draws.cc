@@ -1,6 +1,5 @@
 // The draw itself: the documented use of SplitMix64, the same seed giving the same tokens,
 // and frequencies over many draws matching the probabilities.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <array>

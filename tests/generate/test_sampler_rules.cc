@@ -1,7 +1,6 @@
 // Each step of the sampler's chain on small hand-made logits: greedy, top-k, a vanishing
 // temperature, min-p, top-p and the repetition penalty. Every expectation is worked out by
 // hand from the rule as sampler.h states it.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <array>

@@ -1,6 +1,5 @@
 // ValidateSamplerSettings: the defaults and the edges of every range pass; a value outside
 // one is a usage error that names the flag and the value.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,7 +1,6 @@
 // The workbook's own model's tokenizer (data/models/kjv-llama-2m): its Hugging Face form
 // (tokenizer.json, written by training/train_kjv.py) and its GGUF form (the tokenizer.ggml.*
 // keys `workbook convert` wrote) are the same tokenizer, and it gives back every text.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cstdlib>

@@ -5,7 +5,6 @@
 //
 // The solution file is compiled into this test (its kernels live in an anonymous namespace),
 // with the flags student code gets (tests/kernels/meson.build).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cstring>

@@ -6,7 +6,6 @@
 // share (a decoder's first call), each helper runs its own run of tasks. No verdict here depends on speed: a
 // pool that waited for a helper would not be slow in the stalled-helper case, it would never
 // return, and meson's timeout fails the test.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <atomic>

@@ -1,6 +1,5 @@
 // Attention properties of the reference: one token's weight is exactly 1, the GQA map,
 // the causal mask, max subtraction, the window.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

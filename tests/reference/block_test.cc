@@ -1,6 +1,5 @@
 // The block reference as nine checkpoints: the packed layout is the contract's, and each
 // switch of the recipe changes exactly the checkpoint where its mistake first shows.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

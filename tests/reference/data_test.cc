@@ -1,6 +1,5 @@
 // Deterministic data and the packed weight file: same seed, same bytes; anything that is
 // not a whole, intact file is refused with a message naming the file and the field.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <unistd.h>

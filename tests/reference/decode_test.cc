@@ -1,7 +1,6 @@
 // The stage-2 reference: a sequence split into calls over a cache gives the whole
 // sequence's buffers, the one-pass softmax is the softmax, and each switch of the decode
 // recipe changes what it claims to change, and only where the lesson says it shows.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <algorithm>

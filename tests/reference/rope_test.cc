@@ -1,6 +1,5 @@
 // RoPE properties of the reference: rotations keep norms, and q.k depends only on the
 // distance between the two positions. Both pairings, both directions.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,5 +1,4 @@
 // The case-file parser: what it accepts, and the exact message for each thing it refuses.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <filesystem>

@@ -1,6 +1,5 @@
 // The runner end to end, as a student, an instructor and a script see it: exit codes,
 // report contents, hidden-case redaction, and clear errors for bad data.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <filesystem>

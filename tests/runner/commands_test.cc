@@ -1,5 +1,4 @@
 // The student conveniences: watch (inotify, polling, manual), hint and list.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <fcntl.h>

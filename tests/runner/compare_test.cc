@@ -1,6 +1,5 @@
 // Comparison and observation: tolerance arithmetic, poison detection, NaN handling, and
 // what the runner says it can see.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,6 +1,5 @@
 // The stage-2 misconception catalogue: every entry links to a heading of the lesson that
 // exists, ids are unique, and a planted bug proves each one is recognised.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cctype>

@@ -2,7 +2,6 @@
 // at its first TODO, a mistake that shows only in a later call is reported there, a crash
 // in a call ends the case with the same checkpoints, hidden cases stay redacted, and the
 // benchmark runs.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -1,6 +1,5 @@
 // Error kinds fix the exit status every command ends with (common/expected.h), and a failure
 // of the workbook itself is never reported as the student's: the message says so.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "common/expected.h"

@@ -1,7 +1,6 @@
 // The benches' figures: where a bar's value label goes so that it crosses neither the reference
 // line nor the right edge, the range that makes room for it, and the text colour inside a bar.
 // That the drawn figures keep their bars and points is quant_bench_test's and fused_cli_test's.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <string>

@@ -1,7 +1,6 @@
 // Stage 3's commands end to end: `bench 3` (every figure the lesson promises, OpenBLAS at its
 // best, the SVG written whole), its usage errors, and the Gradescope leaderboard of `check 3`.
 // Nothing here is timed: the figures are checked for being there and consistent, not fast.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -111,12 +110,15 @@ TEST_CASE("bench refuses another stage's options, naming them") {
   const auto contexts = Workbook("bench 3 --solutions --contexts 512");
   CHECK(contexts.status == 2);
   CHECK(contexts.err.find("--contexts is stage 2's; stage 3 takes --tokens") != std::string::npos);
+  // Refused before the validation's check runs, not after it.
+  CHECK(contexts.out.find("passes stage 3's visible cases") == std::string::npos);
   const auto tooLong = Workbook("bench 3 --solutions --tokens 600");
   CHECK(tooLong.status == 2);
   CHECK(tooLong.err.find("--tokens: 600 is not a T from 1 to 512") != std::string::npos);
   const auto plot = Workbook("bench 2 --solutions --plot /tmp/x.svg");
   CHECK(plot.status == 2);
   CHECK(plot.err.find("--tokens, --plot and --format are stage 3's") != std::string::npos);
+  CHECK(plot.out.find("passes stage 2's visible cases") == std::string::npos);
   const auto nowhere = Workbook("bench 3 --solutions --plot /nonexistent/folder/x.svg");
   CHECK(nowhere.status == 2);
   CHECK(nowhere.err.find("--plot /nonexistent/folder/x.svg: cannot write there") != std::string::npos);

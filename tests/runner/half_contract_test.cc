@@ -2,7 +2,6 @@
 // agree bit for bit with the model library's (model/files/half_float.cc), which the runner's
 // reference quantizer uses: every half widened, and narrowed from every float near a half's
 // boundaries, the subnormal and overflow edges, and a sweep of random floats.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <bit>

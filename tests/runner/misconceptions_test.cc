@@ -1,6 +1,5 @@
 // The misconception catalogue: it covers the mistakes the stage teaches against, and every
 // link it prints lands on a heading of the lesson.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cctype>

@@ -4,7 +4,6 @@
 // and another stage's options before measuring anything. Nothing here is timed: the figures are
 // checked for being there, finite, positive and consistent, not fast. The suite sets
 // WB_BENCH_LLC_BYTES (tests/runner/meson.build) to shrink every buffer the cache's size decides.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <unistd.h>

@@ -2,7 +2,6 @@
 // writes are the stage-1 weights quantized by ggml's rules, in stage 1's row order once read;
 // a damaged file is refused by name; and the quantized block's float64 reference differs from
 // the float block's by what quantization costs, in the order the formats' bits say.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

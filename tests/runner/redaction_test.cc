@@ -1,7 +1,6 @@
 // A hidden case leaks nothing, whatever its driver puts in the report: RunCase redacts it
 // after the driver returns, so a new stage's driver cannot forget to. The driver here fills
 // every field with a secret and never redacts; no renderer may print a secret.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <string>

@@ -1,7 +1,6 @@
 // The stage table's parser: how a row names its checkpoints, and the exact message of each
 // refusal. That the workbook's own table agrees with the tree is the course self-check's
 // (tests/course/course_check.cc).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <map>

@@ -1,6 +1,5 @@
 // The text report as a student reads it, from report models built here: what a TODO line
 // means, which units an error is printed in, how a failing case is summarised and shortened.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <sstream>

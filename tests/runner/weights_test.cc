@@ -1,5 +1,4 @@
 // The stage-1 weight file as the runner loads it: the contract's shape and offsets only.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <unistd.h>

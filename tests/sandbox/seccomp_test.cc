@@ -5,7 +5,6 @@
 // errno; a call the filter lets through is a hole (the test names it), a call the child needs
 // on itself must still work. The victim is checked afterwards: alive, its limits and
 // priority as they were.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <fcntl.h>

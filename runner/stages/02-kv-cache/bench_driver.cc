@@ -26,18 +26,23 @@ std::string Duration(double seconds) {
 
 }  // namespace
 
-Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& options, const StageContext& context) {
+Status CheckDecodeBenchOptions(const BenchOptions& options) {
   if (!options.tokens.empty() || !options.plotPath.empty() || options.format != "text") {
     return BadUsage("stage 2's bench takes --contexts and --budget, and prints a table: --tokens, --plot and "
                     "--format are stage 3's");
   }
-  const std::vector<int> contexts = options.contexts.empty() ? std::vector<int>{512, 4096} : options.contexts;
-  const double budget = options.budgetSeconds > 0 ? options.budgetSeconds : 6.0;
-  for (int c : contexts) {
+  for (int c : options.contexts) {
     if (c < 1 || c > kCacheRows) {
       return BadUsage(fmt::format("--contexts: {} is not a context length from 1 to {}", c, kCacheRows));
     }
   }
+  return Status::Ok();
+}
+
+Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& options, const StageContext& context) {
+  if (Status usage = CheckDecodeBenchOptions(options); !usage.ok()) return usage.error();
+  const std::vector<int> contexts = options.contexts.empty() ? std::vector<int>{512, 4096} : options.contexts;
+  const double budget = options.budgetSeconds > 0 ? options.budgetSeconds : 6.0;
   const ref::BlockShape shape = ref::Stage1Shape();
   const int longest = *std::max_element(contexts.begin(), contexts.end());
   const std::vector<float> x = ref::GenerateInputRows(1, longest, shape.model, 1.0);

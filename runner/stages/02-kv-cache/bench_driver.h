@@ -14,6 +14,8 @@
 namespace wb::stage02 {
 
 // 0 when every row was measured; 1 when the child failed (the message is printed).
+// What RunDecodeBench refuses as bad usage, checked before anything runs.
+Status CheckDecodeBenchOptions(const BenchOptions& options);
 Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& options, const StageContext& context);
 
 }  // namespace wb::stage02

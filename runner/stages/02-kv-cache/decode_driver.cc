@@ -56,6 +56,7 @@ class DecodeDriver final : public BlockWeightsDriver {
   Expected<CaseReport> RunCase(const CaseSpec& spec, const StageContext& context) const override;
 
   bool HasBench() const override { return true; }
+  Status CheckBenchOptions(const BenchOptions& options) const override { return CheckDecodeBenchOptions(options); }
   Expected<int> Bench(const BenchOptions& options, const StageContext& context) const override {
     return RunDecodeBench(weights_, options, context);
   }

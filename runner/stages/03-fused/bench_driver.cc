@@ -685,15 +685,18 @@ double FusedBlockFlops(int T) {
   return projections + attention;
 }
 
-Expected<int> RunFusedBench(const PackedWeights& weights, const BenchOptions& o, const StageContext& context) {
+Status CheckFusedBenchOptions(const BenchOptions& o) {
   if (!o.contexts.empty()) return BadUsage("--contexts is stage 2's; stage 3 takes --tokens (T values)");
-  const std::vector<int> tokens = o.tokens.empty() ? std::vector<int>{1, 16, 128, 512} : o.tokens;
-  for (int T : tokens) {
+  for (int T : o.tokens) {
     if (T < 1 || T > kBenchLargestT) return BadUsage(fmt::format("--tokens: {} is not a T from 1 to {}", T, kBenchLargestT));
   }
-  if (!o.plotPath.empty()) {  // refused before a minute of measuring, not after
-    if (auto writable = CheckPlotWritable(o.plotPath); !writable.ok()) return writable.error();
-  }
+  if (!o.plotPath.empty()) return CheckPlotWritable(o.plotPath);  // before a minute of measuring, not after
+  return Status::Ok();
+}
+
+Expected<int> RunFusedBench(const PackedWeights& weights, const BenchOptions& o, const StageContext& context) {
+  if (Status usage = CheckFusedBenchOptions(o); !usage.ok()) return usage.error();
+  const std::vector<int> tokens = o.tokens.empty() ? std::vector<int>{1, 16, 128, 512} : o.tokens;
   const double budget = o.budgetSeconds > 0 ? o.budgetSeconds : kDefaultBudget;
   std::FILE* progress = o.format == "json" ? stderr : stdout;
   auto note = [progress](const std::string& text) {

@@ -25,6 +25,8 @@
 
 namespace wb::stage03 {
 
+// What RunFusedBench refuses as bad usage, checked before anything runs.
+Status CheckFusedBenchOptions(const BenchOptions& options);
 Expected<int> RunFusedBench(const PackedWeights& weights, const BenchOptions& options, const StageContext& context);
 
 // The floating-point operations of fused_block at T: 2 per multiply-add of its projections

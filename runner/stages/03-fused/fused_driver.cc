@@ -79,6 +79,7 @@ class FusedDriver final : public BlockWeightsDriver {
   }
 
   bool HasBench() const override { return true; }
+  Status CheckBenchOptions(const BenchOptions& options) const override { return CheckFusedBenchOptions(options); }
   Expected<int> Bench(const BenchOptions& options, const StageContext& context) const override {
     return RunFusedBench(weights_, options, context);
   }

@@ -635,17 +635,20 @@ void FillRandomBlocks(Weight type, size_t count, unsigned char* out, uint64_t se
   quant_bench::FillBlocks(type, count, out, seed);
 }
 
-Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, const StageContext& context) {
-  using namespace quant_bench;
+Status CheckQuantBenchOptions(const BenchOptions& o) {
   if (!o.contexts.empty() || !o.tokens.empty()) {
     return BadUsage(fmt::format("--contexts and --tokens are stages 2 and 3's; stage 4 measures T = 1 and T = {}",
                                 kPrefillT));
   }
+  if (!o.plotPath.empty()) return CheckPlotWritable(o.plotPath);  // before a minute of measuring, not after
+  return Status::Ok();
+}
+
+Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, const StageContext& context) {
+  using namespace quant_bench;
+  if (Status usage = CheckQuantBenchOptions(o); !usage.ok()) return usage.error();
   for (const char* name : kBlockSets) {
     if (!sets.contains(name)) return InternalError(fmt::format("the bench needs weight set {}, which was not loaded", name));
-  }
-  if (!o.plotPath.empty()) {  // refused before a minute of measuring, not after
-    if (auto writable = CheckPlotWritable(o.plotPath); !writable.ok()) return writable.error();
   }
   auto cache = LastLevelCache();
   if (!cache.ok()) return cache.error();

@@ -47,6 +47,8 @@ namespace wb::stage04 {
 // values (the bench's matrices, and the leaderboard's).
 void FillRandomBlocks(Weight type, size_t count, unsigned char* out, uint64_t seed);
 
+// What RunQuantBench refuses as bad usage, checked before anything runs.
+Status CheckQuantBenchOptions(const BenchOptions& options);
 Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& options, const StageContext& context);
 
 }  // namespace wb::stage04

@@ -97,6 +97,7 @@ class QuantDriver final : public StageDriver {
   }
 
   bool HasBench() const override { return true; }
+  Status CheckBenchOptions(const BenchOptions& options) const override { return CheckQuantBenchOptions(options); }
   Expected<int> Bench(const BenchOptions& options, const StageContext& context) const override {
     return RunQuantBench(sets_, options, context);
   }

@@ -318,17 +318,20 @@ Expected<int> RunContentionBench(const BenchOptions& o, const GenerateBinary& pr
   return kExitPass;
 }
 
-Expected<int> RunDecoderBench(const BenchOptions& o, const StageContext& context) {
-  const WorkbookPaths& paths = context.paths;
-  std::FILE* progress = o.format == "json" ? stderr : stdout;
+Status CheckDecoderBenchOptions(const BenchOptions& o) {
   if (o.mine && o.solutions) return BadUsage("--mine and --solutions: choose one");
   if (o.contention && !o.plotPath.empty()) {
     return BadUsage("--plot draws bench 5's bandwidth figure, which --contention does not measure");
   }
-  if (!o.plotPath.empty()) {  // refused before anything is measured
-    if (Status writable = CheckPlotWritable(o.plotPath); !writable.ok()) return writable.error();
-  }
   if (!o.model.empty() && !fs::exists(o.model)) return BadUsage(fmt::format("{}: no such model file or folder", o.model));
+  if (!o.plotPath.empty()) return CheckPlotWritable(o.plotPath);  // before anything is measured
+  return Status::Ok();
+}
+
+Expected<int> RunDecoderBench(const BenchOptions& o, const StageContext& context) {
+  const WorkbookPaths& paths = context.paths;
+  std::FILE* progress = o.format == "json" ? stderr : stdout;
+  if (Status usage = CheckDecoderBenchOptions(o); !usage.ok()) return usage.error();
 
   auto program = GenerateProgram({.mine = !o.solutions, .solutions = o.solutions, .kernels = o.kernels,
                                   .stagesDir = o.stagesDir});

@@ -10,6 +10,8 @@
 
 namespace wb::stage05 {
 
+// What RunDecoderBench refuses as bad usage, checked before anything runs.
+Status CheckDecoderBenchOptions(const BenchOptions& options);
 Expected<int> RunDecoderBench(const BenchOptions& options, const StageContext& context);
 
 }  // namespace wb::stage05

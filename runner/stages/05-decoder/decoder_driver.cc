@@ -88,6 +88,7 @@ class DecoderDriver final : public StageDriver {
 
   // The whole decoder against the machine's memory, or beside busy loops (decoder_bench.h).
   bool HasBench() const override { return true; }
+  Status CheckBenchOptions(const BenchOptions& options) const override { return CheckDecoderBenchOptions(options); }
   std::vector<std::string> BenchTakes() const override {
     return {std::begin(kStageBenchOptions), std::end(kStageBenchOptions)};
   }

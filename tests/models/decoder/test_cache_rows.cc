@@ -2,7 +2,6 @@
 // row types against contracts/stage05_decoder.h, f16 rounding against both half converters,
 // the int8 rules (scales first, zero padding, a zero group, halfway cases away from zero)
 // and a mistaken group that straddles two heads.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -3,7 +3,6 @@
 // attention's output slightly and nothing upstream of it; each misconception switch changes
 // the checkpoint where it first acts and nothing before it; the trace's routing and final
 // norm are the ones the logits come from.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -2,7 +2,6 @@
 // trace's logits are RunDecoder's bit for bit, logits recomputed from the last layer's
 // output are too, each layer's nine buffers have the shapes decoder.h documents, and the
 // buffers chain (a layer's output is the stream the next layer normalises).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

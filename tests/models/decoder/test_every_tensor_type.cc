@@ -3,7 +3,6 @@
 // was made, and `workbook reference` gives the same logits, to the last bit, as an F32 twin
 // holding the same values. The model is a 2-layer llama of hidden 256, so that the K-quants'
 // 256-value super-blocks fit every row.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cstring>

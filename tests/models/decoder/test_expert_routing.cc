@@ -1,5 +1,4 @@
 // Top-k routing: softmax over all experts first, ties to the lower id, optional renorm.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

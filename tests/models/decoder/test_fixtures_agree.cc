@@ -1,7 +1,6 @@
 // For every family: the HF and GGUF fixtures give the same logits from the reference, both
 // match goldens.json, Q8_0 llama stays close to f16, and each family's switches matter
 // (flip one and the logits move), so these fixtures can catch a wrong switch.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

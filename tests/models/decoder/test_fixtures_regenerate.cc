@@ -1,7 +1,6 @@
 // The committed fixtures are what the generator writes: every model file byte for byte,
 // goldens.json number for number (the logits go through libm, whose last bits may differ
 // between machines), and no file more or less.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <algorithm>

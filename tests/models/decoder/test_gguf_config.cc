@@ -1,7 +1,6 @@
 // ModelConfig from GGUF metadata and the tensor table: the fixtures read as their HF
 // twins, llama.cpp's reader defaults, tensor-table inference, Gemma's llama.cpp rules, and
 // the exact text of every rejection.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,6 +1,5 @@
 // ModelConfig from config.json: each family's class defaults, the three RoPE forms, the
 // per-layer rules, and the exact text of every rejection.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

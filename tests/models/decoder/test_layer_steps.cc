@@ -4,7 +4,6 @@
 // positions 0 .. p) gives row p of the trace, StepExpertFfn recomputes ffnOut from a given
 // routing and refuses a malformed one, and buffers rounded to float (a student's) give
 // results close to the trace's.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <algorithm>

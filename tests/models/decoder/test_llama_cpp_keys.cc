@@ -1,7 +1,6 @@
 // The keys llama.cpp's loader needs: the table per architecture, the check on a file, and
 // every committed GGUF fixture passing it (the five non-llama fixtures once lacked
 // {arch}.vocab_size, and llama.cpp saw 0 tokens).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -1,6 +1,5 @@
 // The llama-family q/k row permutation: its index form, its round trip, why interleaved
 // RoPE on permuted rows equals half RoPE on HF rows, and the fixture GGUF's rows.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <vector>

@@ -1,6 +1,5 @@
 // `workbook reference` on every fixture (its logits are the goldens), and `reference` and
 // `inspect` on truncated copies: exit 2 with "workbook: <file>: ...".
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>

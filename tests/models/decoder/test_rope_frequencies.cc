@@ -1,6 +1,5 @@
 // RoPE frequencies per scaling type, against values worked out by hand from the formulas of
 // transformers' src/transformers/modeling_rope_utils.py.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

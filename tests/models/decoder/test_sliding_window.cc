@@ -1,6 +1,5 @@
 // Sliding windows: a query at p sees keys p - W < j <= p, in the attention operator and
 // through the decoder on the Mistral and Gemma fixtures.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <vector>

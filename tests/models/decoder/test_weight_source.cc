@@ -1,6 +1,5 @@
 // WeightSource: Gemma's (1 + w) from HF, biases and experts the same from both formats,
 // transformers-v5 fused experts, and the messages for a missing or misshapen tensor.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <map>

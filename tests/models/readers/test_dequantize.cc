@@ -1,7 +1,6 @@
 // DequantizeRow: hand-built blocks of every type with values worked out from the formulas of
 // ggml's src/ggml-quants.c (dequantize_row_*), written element by element here
 // rather than block by block as in the code under test.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <array>

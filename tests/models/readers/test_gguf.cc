@@ -1,7 +1,6 @@
 // GGUF reader on valid files built in memory: every value type, nested arrays, both
 // versions, default and custom alignment, a tensor of every type, the layout checks that
 // valid files must pass, and the exact texts of the layout errors.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <unistd.h>

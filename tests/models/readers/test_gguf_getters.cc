@@ -1,5 +1,4 @@
 // Typed metadata getters: accepted conversions, and the exact texts of every refusal.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <string>

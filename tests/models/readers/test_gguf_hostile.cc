@@ -1,7 +1,6 @@
 // GGUF reader on hostile input: a valid file cut at every byte, single-byte corruptions of
 // each header field (the error names the field), absurd counts and lengths (they fail at
 // once, before any allocation), and every byte of a file flipped in three ways.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <chrono>

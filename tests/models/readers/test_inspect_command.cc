@@ -1,6 +1,5 @@
 // `workbook inspect`, run as the built binary (meson passes its path in WB_WORKBOOK_EXE) on
 // generated files: a GGUF file, an HF directory, and broken copies (exit 2, the file named).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 

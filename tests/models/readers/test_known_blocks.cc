@@ -2,7 +2,6 @@
 // dequantise to exactly its values, and the values exercise the whole format, so that a
 // packing mistake on either side cannot hide behind codes or scales that happen not to use
 // the bits concerned.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -1,6 +1,5 @@
 // MappedFile: maps regular files read-only; names the path for every refusal; moves keep the
 // mapping where it is.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <string>

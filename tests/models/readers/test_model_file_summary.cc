@@ -1,6 +1,5 @@
 // The dumps behind `workbook inspect`: exact lines for values, long arrays summarised,
 // escaped text, the tensor table and totals, and JSON with the same facts.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <bit>

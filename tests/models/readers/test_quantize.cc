@@ -1,7 +1,6 @@
 // The reference quantizers: hand-picked blocks whose codes follow from ggml's rules
 // (quantize_row_q8_0_ref / quantize_row_q4_0_ref), round trips within half a step, and
 // argument checks.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>

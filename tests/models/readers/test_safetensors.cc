@@ -1,6 +1,5 @@
 // safetensors reader: valid files (dtypes, shapes, offsets, metadata, views into the bytes),
 // every rule of the header with its exact error text, and a file cut at every byte.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cstring>

@@ -1,6 +1,5 @@
 // SafetensorsCheckpoint: a directory with model.safetensors, a sharded directory with an
 // index, and every way the index and shards can disagree.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <string>

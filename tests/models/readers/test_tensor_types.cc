@@ -1,6 +1,5 @@
 // Tensor types: the type table, row sizes, and the half / bfloat16 conversions, checked
 // exhaustively against direct formulas written differently from the code under test.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <bit>

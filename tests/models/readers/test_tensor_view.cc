@@ -1,7 +1,6 @@
 // TensorView: shapes are row-major in both formats (GGUF ne reversed), rows are the innermost
 // dimension, 3-D stacked experts index the outer dimension first, and DequantizeRows checks
 // its arguments with messages naming the file and tensor.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>

@@ -8,7 +8,6 @@
 //   - a file of another architecture (falcon) is refused with exit 2, naming general.architecture.
 // Run by meson with WB_WORKBOOK_EXE (the built workbook) and WB_MAKE_TINYLLAMA (the generator).
 // About 10 s on two cores, most of it generating the two 230 MB files (one at a time on disk).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <stdlib.h>

@@ -1,6 +1,5 @@
 // Byte-level BPE on a hand-made vocabulary (tokenizer_test_support.h): merge order, round
 // trips, special tokens, BOS/EOS.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "tokenizer_test_support.h"

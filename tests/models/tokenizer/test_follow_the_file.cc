@@ -2,7 +2,6 @@
 // add_bos/add_eos keys and llama.cpp's defaults when they are absent, the GGUF form `convert`
 // writes (reference/fixtures/tokenizer_keys.h) tokenizing as the tokenizer.json it came from,
 // and vocabulary tokens that are not UTF-8 refused by index and file.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "model/tokenizer/normalizer.h"

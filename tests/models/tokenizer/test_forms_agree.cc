@@ -1,6 +1,5 @@
 // The same tokenizer as a GGUF and as a tokenizer.json folder gives the same ids, for both
 // kinds and every byte-level pre-tokenizer; Open picks the reader by the path.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "tokenizer_test_support.h"

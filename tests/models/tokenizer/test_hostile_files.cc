@@ -1,6 +1,5 @@
 // Broken and unsupported files give errors that name the file and what is wrong; nothing
 // crashes.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "tokenizer_test_support.h"

@@ -1,6 +1,5 @@
 // The pre-tokenizers' splits, derived by hand from the published patterns (pre_tokenizer.h),
 // the Unicode classes and GPT-2's byte table they rest on.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <string>

@@ -1,6 +1,5 @@
 // SentencePiece (llama.cpp's llm_tokenizer_spm) on a hand-made vocabulary: score order, the
 // dummy prefix, byte fallback, the unknown token, BOS/EOS, special tokens.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "tokenizer_test_support.h"

@@ -10,7 +10,6 @@
 // over an alphabet of every class the patterns tell apart (cased and uncased letters, a
 // title-case and a modifier letter, combining marks, digits of several scripts, spaces, line
 // breaks, punctuation, apostrophes and contraction letters, a slash, an emoji).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cstdint>
