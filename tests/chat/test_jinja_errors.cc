@@ -6,6 +6,9 @@
 
 #include "tests/chat/jinja_test_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_jinja_errors {
+
 using wb::chat::kUnsupportedPhrase;
 using wb::chat::testing::Json;
 using wb::chat::testing::Render;
@@ -82,3 +85,5 @@ TEST_CASE("macro calls: too many arguments, and a runaway recursion stops") {
   CHECK(RenderError("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}") ==
         "line 1: maximum recursion depth exceeded in a macro call");
 }
+
+}  // namespace test_jinja_errors

@@ -6,6 +6,9 @@
 
 #include "tests/chat/jinja_test_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_jinja_expressions {
+
 using wb::chat::testing::Conversation;
 using wb::chat::testing::Json;
 using wb::chat::testing::Render;
@@ -94,3 +97,5 @@ TEST_CASE("list and dict literals, and range") {
                "{{ range(3, 0, -1) | list }}") == "2 {'a': 2} [0, 1, 2] [1, 3, 5] [3, 2, 1]");
   CHECK(Render("{{ dict(a=1, b='x') }}") == "{'a': 1, 'b': 'x'}");
 }
+
+}  // namespace test_jinja_expressions

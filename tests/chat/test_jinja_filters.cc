@@ -5,6 +5,9 @@
 
 #include "tests/chat/jinja_test_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_jinja_filters {
+
 using wb::chat::testing::Conversation;
 using wb::chat::testing::Json;
 using wb::chat::testing::Render;
@@ -95,3 +98,5 @@ TEST_CASE("abs and round") {
   CHECK(Render("{{ -3 | abs }} {{ -2.5 | abs }} {{ 2.5 | round }} {{ 3.5 | round }} {{ 2.675 | round(2) }} {{ 2.1 | round(0, 'ceil') }} "
                "{{ 7 | round }}") == "3 2.5 2.0 4.0 2.67 3.0 7");
 }
+
+}  // namespace test_jinja_filters

@@ -6,6 +6,9 @@
 
 #include "tests/chat/jinja_test_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_jinja_statements {
+
 using wb::chat::testing::Conversation;
 using wb::chat::testing::Json;
 using wb::chat::testing::Render;
@@ -119,3 +122,5 @@ TEST_CASE("strftime_now writes today's date in the given format") {
   CHECK(year.size() == 4);
   CHECK(year.starts_with("20"));
 }
+
+}  // namespace test_jinja_statements

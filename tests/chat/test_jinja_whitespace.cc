@@ -7,6 +7,9 @@
 
 #include "tests/chat/jinja_test_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_jinja_whitespace {
+
 using wb::chat::testing::Render;
 
 TEST_CASE("trim_blocks: the newline after a block tag goes, the one after a variable stays") {
@@ -57,3 +60,5 @@ TEST_CASE("a chat template laid out over lines renders on the lines it means") {
   CHECK(Render(source, {{"messages", {{{"role", "user"}, {"content", "q"}}, {{"role", "assistant"}, {"content", "a"}}}}}) ==
         "        [U] q\n        [A] a\n");
 }
+
+}  // namespace test_jinja_whitespace

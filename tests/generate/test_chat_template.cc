@@ -11,6 +11,9 @@
 
 #include "runner/generate/chat_template.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_chat_template {
+
 using nlohmann::ordered_json;
 using wb::generate::ChatConversation;
 using wb::generate::ChatPromptIds;
@@ -120,3 +123,5 @@ TEST_CASE("a bad messages file is refused, naming the file and what is wrong") {
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().message == "/nonexistent/wb-messages.json: cannot read the messages file");
 }
+
+}  // namespace test_chat_template

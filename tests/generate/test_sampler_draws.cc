@@ -10,6 +10,9 @@
 #include "runner/generate/sampler.h"
 #include "tests/generate/sampler_test_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_sampler_draws {
+
 using generate_test::CountDraws;
 using generate_test::LogitsOf;
 using generate_test::PlainSettings;
@@ -64,3 +67,5 @@ TEST_CASE("frequencies over 20000 draws match the probabilities") {
     }
   }
 }
+
+}  // namespace test_sampler_draws

@@ -11,6 +11,9 @@
 #include "runner/generate/sampler.h"
 #include "tests/generate/sampler_test_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_sampler_rules {
+
 using generate_test::CountDraws;
 using generate_test::LogitsOf;
 using generate_test::PlainSettings;
@@ -147,3 +150,5 @@ TEST_CASE("repetition penalty: once per distinct token, over the last repeatLast
   CHECK(sampler.Sample(logits, first) == 1);
   CHECK(sampler.Sample(logits, {}) == 0);
 }
+
+}  // namespace test_sampler_rules

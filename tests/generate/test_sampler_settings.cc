@@ -8,6 +8,9 @@
 
 #include "runner/generate/sampler.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_sampler_settings {
+
 using wb::generate::SamplerSettings;
 using wb::generate::ValidateSamplerSettings;
 
@@ -65,3 +68,5 @@ TEST_CASE("each bad value names its flag") {
   s.repeatLastN = -1;
   CHECK(ErrorOf(s) == "--repeat-last-n must be >= 0, got -1");
 }
+
+}  // namespace test_sampler_settings

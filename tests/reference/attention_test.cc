@@ -8,6 +8,9 @@
 #include "common/splitmix64.h"
 #include "reference/block/ops.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace attention_test {
+
 namespace {
 
 std::vector<double> RandomVector(uint64_t seed, size_t n, double scale = 1.0) {
@@ -117,3 +120,5 @@ TEST_CASE("the excludes-self mask leaves the first token with no key at all") {
   CHECK(std::isnan(out[0]));
   CHECK(std::isfinite(out[512]));
 }
+
+}  // namespace attention_test

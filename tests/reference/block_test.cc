@@ -12,6 +12,9 @@
 #include "reference/block/ops.h"
 #include "reference/gen/block_data.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace block_test {
+
 namespace {
 
 using ref::Checkpoint;
@@ -132,3 +135,5 @@ TEST_CASE("the stage-1 buffers stay near unit scale for unit-scale cases") {
     CHECK(rms < 5.0);
   }
 }
+
+}  // namespace block_test

@@ -15,6 +15,9 @@
 #include "common/splitmix64.h"
 #include "reference/gen/block_data.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace data_test {
+
 namespace {
 
 std::string TempPath(const std::string& name) {
@@ -132,3 +135,5 @@ TEST_CASE("corrupted packed files are refused with the field that is wrong") {
   CHECK(corrupt(static_cast<size_t>(wb::kPackedHeaderBytes) + 5, 0x11).find("checksum") != std::string::npos);
   std::remove(path.c_str());
 }
+
+}  // namespace data_test

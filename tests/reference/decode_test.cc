@@ -15,6 +15,9 @@
 #include "reference/decode/decode.h"
 #include "reference/gen/block_data.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace decode_test {
+
 namespace {
 
 using ref::Checkpoint;
@@ -254,3 +257,5 @@ TEST_CASE("the call checkpoints put the cache write between v and attnOut") {
   }
   CHECK(block == 9);
 }
+
+}  // namespace decode_test

@@ -8,6 +8,9 @@
 #include "common/splitmix64.h"
 #include "reference/block/ops.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace rope_test {
+
 namespace {
 
 std::vector<double> RandomVector(uint64_t seed, size_t n) {
@@ -92,3 +95,5 @@ TEST_CASE("position 0 is the identity rotation") {
   const auto head = RandomVector(4, 64);
   CHECK(Rotated(head, 0, ref::RopePairing::kHalfSplit) == head);
 }
+
+}  // namespace rope_test

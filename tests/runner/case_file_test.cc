@@ -7,6 +7,9 @@
 #include "runner/cases/case_file.h"
 #include "test_stage_table.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace case_file_test {
+
 namespace {
 
 
@@ -154,3 +157,5 @@ TEST_CASE("kernel fields are refused where the stage or the kernel takes none") 
   CHECK(refusal3(R"({"name": "a", "kernel": "matmul", "T": 4, "out": 5, "in": 5, "accumulate": 1, "seed": 1})") ==
         "suite.json: cases[0] ('a').accumulate must be true or false");
 }
+
+}  // namespace case_file_test

@@ -13,6 +13,9 @@
 
 #include "run_command.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace cli_test {
+
 using nlohmann::json;
 using wbtest::Quote;
 using wbtest::Source;
@@ -276,3 +279,5 @@ TEST_CASE("the default check 1 meets every edge case the lesson teaches: without
   // "1 of 5 cases failed" must not read as the whole suite: the slow case is named as not run.
   CHECK(text.out.find("Not run yet: 1 slow case (long-sequence), the full pass") != std::string::npos);
 }
+
+}  // namespace cli_test

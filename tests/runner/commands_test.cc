@@ -20,6 +20,9 @@
 
 #include "run_command.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace commands_test {
+
 using wbtest::Quote;
 using wbtest::ReadFile;
 using wbtest::Source;
@@ -243,3 +246,5 @@ TEST_CASE("list shows each stage's progress on one screen") {
   CHECK(std::count(c.out.begin(), c.out.end(), '\n') < 24);  // one screen
   for (const auto& dir : {starter, halfway, solved}) std::filesystem::remove_all(dir);
 }
+
+}  // namespace commands_test

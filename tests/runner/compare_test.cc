@@ -10,6 +10,9 @@
 #include "runner/diagnose/observations.h"
 #include "runner/isolation/shared_layout.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace compare_test {
+
 namespace {
 
 float FromBits(uint32_t bits) {
@@ -99,3 +102,5 @@ TEST_CASE("ranges are compressed") {
   CHECK(wb::Ranges({0, 1, 2, 5, 7, 8}) == "0-2, 5, 7-8");
   CHECK(wb::Ranges({4}) == "4");
 }
+
+}  // namespace compare_test

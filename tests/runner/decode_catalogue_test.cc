@@ -13,6 +13,9 @@
 #include "runner/stages/02-kv-cache/decode_misconceptions.h"
 #include "runner/stages/stage_table.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace decode_catalogue_test {
+
 namespace {
 
 // The anchor a Markdown heading gets on GitHub: lower case, punctuation dropped, spaces to '-'.
@@ -52,3 +55,5 @@ TEST_CASE("every stage-2 misconception is named by a planted bug") {
     CHECK(planted.count(std::string(m.id)) == 1);
   }
 }
+
+}  // namespace decode_catalogue_test

@@ -17,6 +17,9 @@
 
 #include "run_command.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace decode_cli_test {
+
 using nlohmann::json;
 using wbtest::Quote;
 using wbtest::Source;
@@ -384,3 +387,5 @@ TEST_CASE("the default check 2 runs the whole visible suite, quick pass first, a
   CHECK(text.status == 1);
   CHECK(text.out.find("is done") == std::string::npos);
 }
+
+}  // namespace decode_cli_test

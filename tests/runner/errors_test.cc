@@ -4,6 +4,9 @@
 
 #include "common/expected.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace errors_test {
+
 TEST_CASE("each error kind has the exit status the design promises") {
   CHECK(wb::kExitPass == 0);
   CHECK(wb::kExitFail == 1);
@@ -24,3 +27,5 @@ TEST_CASE("an Expected holds a value or an error with its kind and message") {
   CHECK(!error.status().ok());
   CHECK(error.status().error().kind == wb::ErrorKind::kInternal);
 }
+
+}  // namespace errors_test

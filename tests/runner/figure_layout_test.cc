@@ -8,6 +8,9 @@
 
 #include "runner/stages/bench_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace figure_layout_test {
+
 namespace {
 
 using wb::BarLabelPlace;
@@ -88,3 +91,4 @@ TEST_CASE("a memory pass is twice the last-level cache and at least 512 MiB, unl
   CHECK(wb::MemoryPassBytes({.bytes = 1 * mib, .source = "WB_BENCH_LLC_BYTES", .setForTest = true}) == 2 * mib);
 }
 
+}  // namespace figure_layout_test

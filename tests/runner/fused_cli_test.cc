@@ -17,6 +17,9 @@
 #include "bench_test_support.h"
 #include "run_command.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace fused_cli_test {
+
 using nlohmann::json;
 using wbtest::Parse;
 using wbtest::Positive;
@@ -151,3 +154,5 @@ TEST_CASE("check 3 --leaderboard ranks a passing block by its speed, a failing o
   CHECK(!Parse(Workbook("check 3 --solutions --format gradescope --cases " + Quote(cases)).out).contains("leaderboard"));
   std::filesystem::remove_all(dir);
 }
+
+}  // namespace fused_cli_test

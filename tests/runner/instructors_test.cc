@@ -18,6 +18,9 @@
 
 #include "run_command.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace instructors_test {
+
 using nlohmann::json;
 using wbtest::Quote;
 using wbtest::ReadFile;
@@ -357,3 +360,5 @@ TEST_CASE("the autograder refuses links, and its results.json parses whatever by
   CHECK(noisy["tests"].size() > 0);
   std::filesystem::remove_all(base);
 }
+
+}  // namespace instructors_test

@@ -12,6 +12,9 @@
 #include "runner/diagnose/misconceptions.h"
 #include "run_command.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace misconceptions_test {
+
 namespace {
 
 // The anchor a Markdown renderer (MkDocs, GitHub) gives a heading: lower case, punctuation
@@ -80,3 +83,5 @@ TEST_CASE("two entries that both match are not a diagnosis; one clearly closer i
   CHECK(wb::Choose({{b, 0.9}, {a, 0.01}}).hit->id == "a");  // a is 90x closer, b only loosely
   CHECK(wb::Choose({{a, 0.1}, {a, 0.2}}).hit->id == "a");   // one mistake that two catalogues know
 }
+
+}  // namespace misconceptions_test

@@ -20,6 +20,9 @@
 #include "bench_test_support.h"
 #include "run_command.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace quant_bench_test {
+
 using nlohmann::json;
 using wbtest::Env;
 using wbtest::Parse;
@@ -213,3 +216,5 @@ TEST_CASE("check 4 --solutions runs the visible suite through every kernel versi
   CHECK(unknown.status == 2);
   CHECK(unknown.err.find("kernel version 'nonesuch'") != std::string::npos);
 }
+
+}  // namespace quant_bench_test

@@ -20,6 +20,9 @@
 #include "runner/stages/04-quant/quant_reference.h"
 #include "runner/stages/04-quant/quant_weights.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace quant_weights_test {
+
 namespace {
 
 namespace fsys = std::filesystem;
@@ -147,3 +150,5 @@ TEST_CASE("quantization costs Q8_0 least and Q4_0 most, against the float block"
   CHECK(errors[2] < errors[1]);  // mixed < q4_0
   CHECK(errors[0] < 0.05);
 }
+
+}  // namespace quant_weights_test

@@ -8,6 +8,9 @@
 #include "runner/engine/check.h"
 #include "runner/report/renderers.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace redaction_test {
+
 namespace {
 
 constexpr double kSecretValue = 123.456789;
@@ -87,3 +90,5 @@ TEST_CASE("a hidden error keeps only its power of ten") {
   // Two errors a student could tell apart in the digits are the same once redacted.
   CHECK(wb::OrderOfMagnitude(0.00123) == wb::OrderOfMagnitude(0.00987));
 }
+
+}  // namespace redaction_test

@@ -9,6 +9,9 @@
 
 #include "runner/stages/stage_table.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace stage_table_test {
+
 namespace {
 
 std::string Refusal(const std::string& stages) {
@@ -134,3 +137,5 @@ TEST_CASE("a row's kernels are checkpoints of their own, before the calls'") {
                    "kernels": [{"name": "m", "fields": []}]})") ==
         "t.json: stages[0]: a stage with kernels has case_length \"T\"");
 }
+
+}  // namespace stage_table_test

@@ -8,6 +8,9 @@
 
 #include "runner/report/renderers.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace text_report_test {
+
 namespace {
 
 using wb::CaseReport;
@@ -316,3 +319,5 @@ TEST_CASE("a hidden case's summary says what fails and what it feeds, nothing of
   CHECK(fix.rfind("> Fix step2.q first (case visible-T4). 5 later buffers computed from it fail too", 0) == 0);
   CHECK(fix.find("step2.k") == std::string::npos);
 }
+
+}  // namespace text_report_test

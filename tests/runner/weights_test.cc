@@ -12,6 +12,9 @@
 #include "reference/gen/block_data.h"
 #include "runner/blocks/block_weights.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace weights_test {
+
 namespace {
 
 std::string TempPath(const std::string& name) {
@@ -52,3 +55,5 @@ TEST_CASE("a file with the right shape but moved offsets is refused") {
         std::string::npos);
   std::remove(path.c_str());
 }
+
+}  // namespace weights_test

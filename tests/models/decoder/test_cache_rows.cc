@@ -14,6 +14,9 @@
 #include "model/files/tensor_types.h"
 #include "reference/decoder/cache_rows.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_cache_rows {
+
 using ref::CacheRowType;
 
 namespace {
@@ -209,3 +212,5 @@ TEST_CASE("RoundTripRows: each row rounded to float, encoded and read back") {
     for (int i = 0; i < 4; ++i) CHECK(inPlace[r * 4 + i] == static_cast<double>(back[i]));
   }
 }
+
+}  // namespace test_cache_rows

@@ -17,6 +17,9 @@
 #include "reference/decoder/decoder_options.h"
 #include "reference/decoder/streamed_ops.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_decoder_options {
+
 using ref::Checkpoint;
 using ref::DecoderOptions;
 
@@ -417,3 +420,5 @@ TEST_CASE("quantizeProductInputs: a Q8_0 model's products read Q8_0-rounded inpu
     CHECK(Same(plain.logits.values, same.logits.values));
   }
 }
+
+}  // namespace test_decoder_options

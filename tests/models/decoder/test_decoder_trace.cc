@@ -12,6 +12,9 @@
 #include "reference/block/ops.h"
 #include "reference/decoder/streamed_ops.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_decoder_trace {
+
 using ref::Checkpoint;
 
 namespace {
@@ -129,3 +132,5 @@ TEST_CASE("a token outside the vocabulary is refused by the trace too") {
   REQUIRE_FALSE(trace.ok());
   CHECK(trace.error().kind == wb::ErrorKind::kBadUsage);
 }
+
+}  // namespace test_decoder_trace

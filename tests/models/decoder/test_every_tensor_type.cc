@@ -14,6 +14,9 @@
 #include "reference/fixtures/known_blocks.h"
 #include "reference/fixtures/llama_cpp_keys.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_every_tensor_type {
+
 namespace fs = std::filesystem;
 namespace fx = ref::fixtures;
 using wb::TensorType;
@@ -190,3 +193,5 @@ TEST_CASE("workbook reference gives the mixed file exactly the logits of its F32
   CHECK(largest > 1e-3);
   CHECK(a[0] != a[7]);
 }
+
+}  // namespace test_every_tensor_type

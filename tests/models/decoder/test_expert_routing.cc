@@ -6,6 +6,9 @@
 
 #include "reference/decoder/expert_routing.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_expert_routing {
+
 using ref::RouteToken;
 
 TEST_CASE("equal probabilities go to the lower expert id") {
@@ -89,3 +92,5 @@ TEST_CASE("softmaxOverTopK: the k largest logits, softmax over those only") {
   const auto right = RouteToken(logits, 2, true);
   CHECK(renormalised[0].weight == doctest::Approx(right[0].weight).epsilon(1e-14));
 }
+
+}  // namespace test_expert_routing

@@ -9,6 +9,9 @@
 #include "decoder_test_support.h"
 #include "reference/fixtures/make_fixtures.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_fixtures_agree {
+
 using wb::model::ModelConfig;
 namespace fs = std::filesystem;
 
@@ -172,3 +175,5 @@ TEST_CASE("each fixture exercises its switches: flipping one moves the logits") 
     CHECK(wbtest::MaxAbsDiff(base.values, flipped->values) > kSwitchMatters);
   }
 }
+
+}  // namespace test_fixtures_agree

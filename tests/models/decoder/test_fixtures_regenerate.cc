@@ -10,6 +10,9 @@
 #include "decoder_test_support.h"
 #include "reference/fixtures/make_fixtures.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_fixtures_regenerate {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -110,3 +113,5 @@ TEST_CASE("goldens round-trip through their text form exactly") {
             .error()
             .message == "g.json: version: expected 1; regenerate the fixtures with workbook-make-fixtures");
 }
+
+}  // namespace test_fixtures_regenerate

@@ -12,6 +12,9 @@
 #include "reference/gen/gguf_writer.h"
 #include "model/config/config.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_gguf_config {
+
 using wb::model::Family;
 using wb::model::LoadModelConfig;
 using wb::model::ModelConfig;
@@ -278,3 +281,5 @@ TEST_CASE("rejections name the file and the key, word for word") {
   path = WriteGguf(dir, "llama", [](fx::GgufWriter& w) { w.AddU32("llama.attention.head_count_kv", 3); });
   CHECK(Rejection(path) == path + ": 4 query heads do not split evenly into 3 key/value heads");
 }
+
+}  // namespace test_gguf_config

@@ -9,6 +9,9 @@
 
 #include "model/config/hf_config.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_hf_config {
+
 using wb::model::Activation;
 using wb::model::BlockNorms;
 using wb::model::EmbeddingScale;
@@ -383,3 +386,5 @@ TEST_CASE("DescribeConfig spells out the switches a config implies") {
   CHECK(olmoe.find("QK-norm over the whole q and k projections, before RoPE") != std::string::npos);
   CHECK(olmoe.find("window      none") != std::string::npos);
 }
+
+}  // namespace test_hf_config

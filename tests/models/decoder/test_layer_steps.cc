@@ -15,6 +15,9 @@
 #include "decoder_test_support.h"
 #include "reference/decoder/layer_steps.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_layer_steps {
+
 using ref::Checkpoint;
 using ref::DecoderOptions;
 using ref::StepContext;
@@ -238,3 +241,5 @@ TEST_CASE("a student's float buffers give results close to the trace's") {
     }
   }
 }
+
+}  // namespace test_layer_steps

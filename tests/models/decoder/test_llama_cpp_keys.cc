@@ -11,6 +11,9 @@
 #include "reference/gen/gguf_writer.h"
 #include "reference/fixtures/llama_cpp_keys.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_llama_cpp_keys {
+
 namespace fx = ref::fixtures;
 using fx::KeyNeeded;
 using wb::GgufValueType;
@@ -166,3 +169,5 @@ TEST_CASE("every committed GGUF fixture carries every key llama.cpp needs") {
   // one per family, llama's Q8_0, Q4_0 and F32, and the workbook's own model's F16, Q8_0 and Q4_0
   CHECK(files == 14);
 }
+
+}  // namespace test_llama_cpp_keys

@@ -8,6 +8,9 @@
 #include "reference/block/ops.h"
 #include "model/config/qk_permutation.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_qk_permutation {
+
 using wb::model::PermuteRowsToGguf;
 using wb::model::PermuteRowsToHf;
 
@@ -104,3 +107,5 @@ TEST_CASE("the llama fixture's GGUF holds permuted q/k rows and unpermuted v row
     CHECK_MESSAGE((c.heads == 0) == (ggufRows == hfRows), c.name);
   }
 }
+
+}  // namespace test_qk_permutation

@@ -9,6 +9,9 @@
 #include "reference/fixtures/make_fixtures.h"
 #include "model/config/config.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_reference_command {
+
 namespace fs = std::filesystem;
 using wbtest::Quote;
 using wbtest::RunWorkbook;
@@ -128,3 +131,5 @@ TEST_CASE("bad invocations exit 2 with a message") {
   CHECK(absent.exitCode == 2);
   CHECK(absent.err == "workbook: " + missing + ": no such file or directory\n");
 }
+
+}  // namespace test_reference_command

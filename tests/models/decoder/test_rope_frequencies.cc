@@ -7,6 +7,9 @@
 
 #include "reference/decoder/rope_frequencies.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_rope_frequencies {
+
 using ref::ComputeRopeFrequencies;
 using wb::model::Rope;
 using wb::model::RopeScaling;
@@ -97,3 +100,5 @@ TEST_CASE("yarn: the ramp between floor(low) and ceil(high), and the attention f
   CHECK(g.inverse[4] == doctest::Approx(plain.inverse[4] * (t / 4.0 + 1.0 - t)).epsilon(1e-14));
   CHECK(g.inverse[4] != doctest::Approx(f.inverse[4]).epsilon(1e-6));
 }
+
+}  // namespace test_rope_frequencies

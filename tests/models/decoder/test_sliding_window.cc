@@ -8,6 +8,9 @@
 #include "reference/block/ops.h"
 #include "reference/fixtures/make_fixtures.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_sliding_window {
+
 namespace {
 
 std::vector<int> Prompt(const std::string& family) {
@@ -81,3 +84,5 @@ TEST_CASE("Gemma fixture: the sliding layers' window shows from position 4") {
   for (int p = 0; p < 4; ++p) CHECK_MESSAGE(RowsEqual(*base, *wider, p), "position ", p);
   CHECK(wbtest::MaxAbsDiff(wbtest::RowOf(*base, 4), wbtest::RowOf(*wider, 4)) > 1e-6);
 }
+
+}  // namespace test_sliding_window

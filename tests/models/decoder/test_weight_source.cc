@@ -15,6 +15,9 @@
 #include "reference/fixtures/toy_weights.h"
 #include "model/config/hf_config.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_weight_source {
+
 using wb::model::ModelConfig;
 using wb::model::NormShift;
 using wb::model::WeightSource;
@@ -263,3 +266,5 @@ TEST_CASE("Open names a path that is not a model") {
   fs::create_directories(empty);
   CHECK(WeightSource::Open(empty.string()).error().message == (empty / "config.json").string() + ": cannot be opened");
 }
+
+}  // namespace test_weight_source

@@ -11,6 +11,9 @@
 #include "model/files/tensor_types.h"
 #include "tests/models/readers/model_file_builders.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_dequantize {
+
 using wb::TensorType;
 using wb::test::Bytes;
 
@@ -524,3 +527,5 @@ TEST_CASE("DequantizeRow checks the sizes it is given") {
   CHECK(wb::DequantizeRow(TensorType::kIQ4_XS, wb::test::View(iq4xs), block256).error().message ==
         "256 floats of type IQ4_XS need 136 bytes, but 135 were given");
 }
+
+}  // namespace test_dequantize

@@ -13,6 +13,9 @@
 #include "model/files/gguf.h"
 #include "tests/models/readers/model_file_builders.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_gguf {
+
 using namespace wb::test;
 using wb::GgufFile;
 using wb::GgufValueType;
@@ -338,3 +341,5 @@ TEST_CASE("Open maps a file from disk and names its path") {
   std::remove(path.c_str());
   CHECK(GgufFile::Open(path).error().message == path + ": no such file or directory");
 }
+
+}  // namespace test_gguf

@@ -7,6 +7,9 @@
 #include "model/files/gguf.h"
 #include "tests/models/readers/model_file_builders.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_gguf_getters {
+
 using namespace wb::test;
 
 namespace {
@@ -103,3 +106,5 @@ TEST_CASE("the ...Or getters fall back only when the key is missing") {
   CHECK(f.HasKey("u8"));
   CHECK_FALSE(f.HasKey("absent"));
 }
+
+}  // namespace test_gguf_getters

@@ -11,6 +11,9 @@
 #include "model/files/tensor_view.h"
 #include "tests/models/readers/model_file_builders.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_gguf_hostile {
+
 using namespace wb::test;
 
 namespace {
@@ -230,3 +233,5 @@ TEST_CASE("every byte flipped three ways: an error naming the file, or a file th
   CHECK(parsed > 0);
   CHECK(refused > 0);
 }
+
+}  // namespace test_gguf_hostile

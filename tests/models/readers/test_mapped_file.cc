@@ -8,6 +8,9 @@
 #include "model/files/mapped_file.h"
 #include "tests/models/readers/temp_dir.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_mapped_file {
+
 using wb::MappedFile;
 
 TEST_CASE("a file's bytes are mapped, and a move keeps them at the same address") {
@@ -69,3 +72,5 @@ TEST_CASE("in memory, refusals are the mapped ones") {
   const std::string empty = dir.Write("empty.gguf", std::string_view(""));
   CHECK(MappedFile::Open(empty, wb::Residence::kInMemory).error().message == empty + ": the file is empty");
 }
+
+}  // namespace test_mapped_file

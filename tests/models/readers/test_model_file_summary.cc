@@ -12,6 +12,9 @@
 #include "model/files/printable.h"
 #include "tests/models/readers/model_file_builders.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_model_file_summary {
+
 using namespace wb::test;
 
 namespace {
@@ -154,3 +157,5 @@ TEST_CASE("Printable escapes control bytes and broken UTF-8, keeps valid UTF-8, 
   CHECK(wb::IsValidUtf8("▁the"));
   CHECK_FALSE(wb::IsValidUtf8("\xc0\x80"));  // overlong NUL
 }
+
+}  // namespace test_model_file_summary

@@ -11,6 +11,9 @@
 #include "model/files/tensor_types.h"
 #include "tests/models/readers/model_file_builders.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_quantize {
+
 using wb::TensorType;
 using wb::test::Bytes;
 
@@ -159,3 +162,5 @@ TEST_CASE("the quantizers check sizes and refuse non-finite input") {
   x[7] = std::numeric_limits<float>::infinity();
   CHECK(wb::QuantizeRowQ4_0(x, q4).error().message == "quantizing to Q4_0: value 7 is inf");
 }
+
+}  // namespace test_quantize

@@ -9,6 +9,9 @@
 #include "model/files/safetensors.h"
 #include "tests/models/readers/model_file_builders.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_safetensors {
+
 using namespace wb::test;
 using wb::SafetensorsDtype;
 using wb::SafetensorsFile;
@@ -183,3 +186,5 @@ TEST_CASE("cutting a valid file at every byte gives an error naming the file") {
   }
   CHECK(ParseError(full) == "(parsed)");
 }
+
+}  // namespace test_safetensors

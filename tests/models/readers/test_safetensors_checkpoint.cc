@@ -8,6 +8,9 @@
 #include "model/files/safetensors.h"
 #include "tests/models/readers/temp_dir.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_safetensors_checkpoint {
+
 using namespace wb::test;
 using wb::SafetensorsCheckpoint;
 
@@ -119,3 +122,5 @@ TEST_CASE("directories without weights, and paths that are not directories") {
   CHECK(SafetensorsCheckpoint::OpenFile(broken).error().message ==
         broken + ": header field 'N' (header length): needs 8 bytes, but the file has 4 (truncated)");
 }
+
+}  // namespace test_safetensors_checkpoint

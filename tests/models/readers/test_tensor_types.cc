@@ -11,6 +11,9 @@
 
 #include "model/files/tensor_types.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_tensor_types {
+
 using wb::TensorType;
 
 namespace {
@@ -259,3 +262,5 @@ TEST_CASE("FloatToBf16 rounds ties to even and matches the search on a million f
     REQUIRE(wb::FloatToBf16(f) == NearestEven(f, Bf16Value, largestFinite));
   }
 }
+
+}  // namespace test_tensor_types

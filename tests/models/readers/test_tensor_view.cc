@@ -11,6 +11,9 @@
 #include "model/files/tensor_view.h"
 #include "tests/models/readers/model_file_builders.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_tensor_view {
+
 using namespace wb::test;
 
 namespace {
@@ -148,3 +151,5 @@ TEST_CASE("DequantizeAll takes the dense K-quants whole and refuses a view of th
           fmt::format("m.gguf: tensor 'w': its shape does not match its {} bytes", blockBytes * 2 - 1));
   }
 }
+
+}  // namespace test_tensor_view

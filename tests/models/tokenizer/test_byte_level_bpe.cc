@@ -4,6 +4,9 @@
 
 #include "tokenizer_test_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_byte_level_bpe {
+
 using namespace tokfx;
 using Ids = std::vector<int32_t>;
 
@@ -117,3 +120,5 @@ TEST_CASE("out-of-range ids decode to nothing") {
   const Ids ids = {-5, Id("hello"), 1 << 30, t.VocabSize()};
   CHECK(t.Decode(ids) == "hello");
 }
+
+}  // namespace test_byte_level_bpe

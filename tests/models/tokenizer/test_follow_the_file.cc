@@ -8,6 +8,9 @@
 #include "reference/fixtures/tokenizer_keys.h"
 #include "tokenizer_test_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_follow_the_file {
+
 using namespace tokfx;
 using Ids = std::vector<int32_t>;
 using nlohmann::json;
@@ -307,3 +310,5 @@ TEST_CASE("a vocabulary token that is not UTF-8 is refused with its index and th
   CHECK(j.error().message.find("is 0xC3, not UTF-8, in the string that begins \"he\" (the vocabulary token with id " +
                                std::to_string(ByteLevelId("hello")) + ")") != std::string::npos);
 }
+
+}  // namespace test_follow_the_file

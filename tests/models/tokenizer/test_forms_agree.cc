@@ -4,6 +4,9 @@
 
 #include "tokenizer_test_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_forms_agree {
+
 using namespace tokfx;
 using Ids = std::vector<int32_t>;
 
@@ -81,3 +84,5 @@ TEST_CASE("tokenizer_config.json: token objects, add flags, named chat templates
   CHECK(t->Encode("hello", true, false) == Ids{ByteLevelId("<|im_start|>"), ByteLevelId("hello")});
   CHECK(t->IsEndOfGeneration(ByteLevelId("<|im_end|>")));
 }
+
+}  // namespace test_forms_agree

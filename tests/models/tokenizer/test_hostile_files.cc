@@ -4,6 +4,9 @@
 
 #include "tokenizer_test_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_hostile_files {
+
 using namespace tokfx;
 
 namespace {
@@ -130,3 +133,5 @@ TEST_CASE("every byte string encodes without a crash") {
     CHECK(spm->Decode(spm->Encode(text, false, false)) == text);
   }
 }
+
+}  // namespace test_hostile_files

@@ -9,6 +9,9 @@
 #include "model/tokenizer/unicode_text.h"
 #include "tokenizer_test_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_pre_tokenizers {
+
 using namespace wb::tokenizer;
 using Pieces = std::vector<std::string>;
 
@@ -152,3 +155,5 @@ TEST_CASE("Unicode classes (ICU) and GPT-2's byte table") {
     CHECK(UnicodeToByte(chars[0].codePoint) == b);
   }
 }
+
+}  // namespace test_pre_tokenizers

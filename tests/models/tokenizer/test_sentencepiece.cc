@@ -4,6 +4,9 @@
 
 #include "tokenizer_test_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_sentencepiece {
+
 using namespace tokfx;
 using Ids = std::vector<int32_t>;
 
@@ -131,3 +134,5 @@ TEST_CASE("the unknown token is special: parsed only when asked, dropped by skip
   CHECK(t.Decode(ids) == "hello<unk> world");
   CHECK(t.Decode(ids, /*skipSpecial=*/true) == "hello world");
 }
+
+}  // namespace test_sentencepiece

@@ -23,6 +23,9 @@
 #include "model/tokenizer/unicode_text.h"
 #include "tokenizer_test_support.h"
 
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace test_split_patterns {
+
 using namespace wb::tokenizer;
 using Pieces = std::vector<std::string>;
 
@@ -148,3 +151,5 @@ TEST_CASE("smollm: digits one by one, then GPT-2's pattern") {
 TEST_CASE("default: llama.cpp's chain of four") {
   CheckAgainstIcu(PreTokenizerKind::kDefault, {kDefaultPunctuation, kLlamaCppGpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"});
 }
+
+}  // namespace test_split_patterns
