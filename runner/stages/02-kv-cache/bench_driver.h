@@ -13,9 +13,9 @@
 
 namespace wb::stage02 {
 
-// 0 when every row was measured; 1 when the child failed (the message is printed).
 // What RunDecodeBench refuses as bad usage, checked before anything runs.
 Status CheckDecodeBenchOptions(const BenchOptions& options);
+// 0 when every row was measured; 1 when the child failed (the message is printed).
 Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& options, const StageContext& context);
 
 }  // namespace wb::stage02
