@@ -17,6 +17,7 @@
 // these blocks as they are stored.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -52,6 +53,9 @@ struct QuantMatrix {
   const void* blocks;
   int rows;
   int cols;
+  // The same matrix in your own layout, or null (the optional pack_q step, below). `blocks`
+  // stays valid either way.
+  const void* packed = nullptr;
 };
 
 // The block's weights. wqkv is WQ|WK|WV as one QKV x D matrix (stage 3's adjacency);
@@ -92,6 +96,20 @@ void quantize_q8_0(int n, const float* x, BlockQ8_0* out);
 // read once and written once. At most `threads` threads, and the same bits for any count.
 void matmul_q(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y,
               Accumulate mode, int threads);
+
+// ---- Optional: the weights in a layout of your own -------------------------------------------
+// A file may define both of these, or neither (lesson 4, "The last step: a layout of your own").
+// When it defines them, the runner packs each weight matrix once, before the calls that use it
+// and outside any timing: it asks pack_q_bytes(W) how many bytes the packed copy needs (at
+// most twice W's own bytes plus 1 MiB, or the case fails with that message), hands pack_q that
+// many zeroed bytes, aligned to 64, and from then on may pass W with W.packed pointing at them.
+// W.packed is whatever pack_q wrote; W.blocks is still the matrix in ggml's layout, and
+// matmul_q must give the results above from either (the runner checks both). pack_q reads
+// only W and writes only `packed`; the runner never reads the packed bytes. Leave both
+// undefined and W.packed is always null. (Weak declarations: a file that does not define them
+// links as before.)
+[[gnu::weak]] size_t pack_q_bytes(const QuantMatrix& W);
+[[gnu::weak]] void pack_q(const QuantMatrix& W, void* packed);
 
 // The block on quantized weights, as stage 3's fused_block with every matmul a matmul_q:
 //   norm1 = RMSNorm(x) . rms1;                    norm1q = quantize_q8_0(norm1)

@@ -281,6 +281,13 @@ wb::Expected<FfnStep> StepFfn(const StepContext& ctx, std::span<const double> no
   return out;
 }
 
+wb::Expected<std::vector<double>> StepFfnFlipSlack(const StepContext& ctx, std::span<const double> norm2) {
+  const ModelConfig& c = ctx.config;
+  const LayerWeights& w = Layer(ctx);
+  if (c.layers[ctx.layer].moe || c.blockNorms == BlockNorms::kSandwich) return std::vector<double>{};
+  return GatedFfnFlipSlack(norm2, ctx.rows, w.gate, w.up, w.down, c.activation, InputsOf(ctx));
+}
+
 std::vector<double> StepOutput(std::span<const double> residual1, std::span<const double> ffnOut) {
   std::vector<double> out(residual1.size());
   Add(residual1, ffnOut, out);

@@ -81,6 +81,11 @@ wb::Expected<ExpertRouting> StepRouting(const StepContext& ctx, std::span<const 
 wb::Expected<std::vector<double>> StepExpertFfn(const StepContext& ctx, std::span<const double> norm2,
                                                 const ExpertRouting& routing);
 wb::Expected<FfnStep> StepFfn(const StepContext& ctx, std::span<const double> norm2);
+// For a dense layer whose products quantize their inputs: how far each element of StepFfn's
+// ffnOut may move when a code of the hidden rows' quantization that sits at a rounding
+// boundary goes the other way (GatedFfnFlipSlack). Empty where that is not worked out: a layer
+// of experts, or one with a norm after its FFN (the move is no longer a sum of code steps).
+wb::Expected<std::vector<double>> StepFfnFlipSlack(const StepContext& ctx, std::span<const double> norm2);
 std::vector<double> StepOutput(std::span<const double> residual1, std::span<const double> ffnOut);
 wb::Expected<FinalStep> StepFinal(const StepContext& ctx, std::span<const double> lastOutput);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <vector>
 
 #include <fmt/format.h>
@@ -85,6 +86,65 @@ wb::Status GatedFfnStreamed(std::span<const double> x, int rows, const WeightMat
   if (wb::Status s = ProjectStreamed(x, rows, up, upRows, inputs); !s.ok()) return s;
   GatedProduct(gated, upRows, activation, GatedBranch::kGate, gated);  // in place: act(gate) ⊙ up
   return ProjectStreamed(gated, rows, down, out, inputs);
+}
+
+wb::Expected<std::vector<double>> GatedFfnFlipSlack(std::span<const double> x, int rows, const WeightMatrix& gate,
+                                                    const WeightMatrix& up, const WeightMatrix& down,
+                                                    Activation activation, ProductInputs inputs) {
+  const wb::TensorType type = down.tensor.type;
+  if (inputs != ProductInputs::kQ8_0ForBlockMatrices || (type != wb::TensorType::kQ8_0 && type != wb::TensorType::kQ4_0)) {
+    return std::vector<double>{};
+  }
+  const size_t hiddenWidth = gate.rows;
+  std::vector<double> gated(rows * hiddenWidth);
+  std::vector<double> upRows(gated.size());
+  if (wb::Status s = ProjectStreamed(x, rows, gate, gated, inputs); !s.ok()) return s.error();
+  if (wb::Status s = ProjectStreamed(x, rows, up, upRows, inputs); !s.ok()) return s.error();
+  GatedProduct(gated, upRows, activation, GatedBranch::kGate, gated);
+  // The codes at a boundary, as ggml's quantize_row_q8_0_ref forms them (in float: d = amax /
+  // 127, id = 1 / d, code = round(x id)), each with its step, the block's scale (d, rounded
+  // up by a half's relative precision for the half it is stored as).
+  struct Flip {
+    int row;
+    size_t column;
+    double step;
+  };
+  std::vector<Flip> flips;
+  constexpr int kBlock = 32;
+  for (int r = 0; r < rows; ++r) {
+    for (size_t b = 0; b + kBlock <= hiddenWidth; b += kBlock) {
+      float value[kBlock];
+      float amax = 0.0f;
+      for (int j = 0; j < kBlock; ++j) {
+        value[j] = static_cast<float>(gated[r * hiddenWidth + b + j]);
+        amax = std::max(amax, std::fabs(value[j]));
+      }
+      const float d = amax / 127.0f;
+      if (d == 0.0f) continue;
+      const float id = 1.0f / d;
+      for (int j = 0; j < kBlock; ++j) {
+        const double scaled = std::fabs(static_cast<double>(value[j] * id));
+        if (std::fabs(scaled - std::floor(scaled) - 0.5) < kFlipWindow) {
+          flips.push_back({r, b + j, static_cast<double>(d) * (1.0 + 1.0 / 1024)});
+        }
+      }
+    }
+  }
+  std::vector<double> slack(static_cast<size_t>(rows) * down.rows, 0.0);
+  if (flips.empty()) return slack;
+  const size_t inWidth = down.cols;
+  std::vector<float> chunk;
+  for (uint64_t first = 0; first < down.rows; first += kStreamRows) {
+    const uint64_t count = std::min<uint64_t>(kStreamRows, down.rows - first);
+    chunk.resize(count * inWidth);
+    if (wb::Status s = down.ReadRows(first, count, chunk); !s.ok()) return s.error();
+    for (uint64_t o = 0; o < count; ++o) {
+      for (const Flip& f : flips) {
+        slack[static_cast<size_t>(f.row) * down.rows + first + o] += f.step * std::fabs(chunk[o * inWidth + f.column]);
+      }
+    }
+  }
+  return slack;
 }
 
 void AddBias(std::span<double> x, int rows, std::span<const float> bias) {

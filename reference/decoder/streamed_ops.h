@@ -39,6 +39,20 @@ wb::Status GatedFfnStreamed(std::span<const double> x, int rows, const wb::model
                             Activation activation, std::span<double> out,
                             ProductInputs inputs = ProductInputs::kExact);
 
+// How far each element of GatedFfnStreamed's out may move when code of the hidden rows' Q8_0
+// quantization (the input of `down`) that sits at a rounding boundary is rounded the other
+// way: a float computation of the same hidden rows differs from this one's by float roundings,
+// so a value within kFlipWindow code steps of a half-way point may take either neighbouring
+// code, which moves out[r, o] by a code step times |down[o, i]|. The sum of those over every
+// such code of row r; rows x down.rows. Empty when `inputs` does not quantize or `down` is not
+// Q8_0 or Q4_0: nothing can flip.
+constexpr double kFlipWindow = 0.02;  // code steps: float roundings of a hidden value move it far less
+wb::Expected<std::vector<double>> GatedFfnFlipSlack(std::span<const double> x, int rows,
+                                                    const wb::model::WeightMatrix& gate,
+                                                    const wb::model::WeightMatrix& up,
+                                                    const wb::model::WeightMatrix& down, Activation activation,
+                                                    ProductInputs inputs);
+
 // x[r, c] += bias[c] for every row; nothing when bias is empty.
 void AddBias(std::span<double> x, int rows, std::span<const float> bias);
 

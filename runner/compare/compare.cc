@@ -37,7 +37,7 @@ bool SameNonFinite(double got, double expected) {
 }  // namespace
 
 Comparison Compare(std::span<const float> got, std::span<const double> expected, const Tolerance& tolerance,
-                   size_t sampleSize) {
+                   size_t sampleSize, std::span<const double> slack) {
   Comparison c;
   c.total = expected.size();
   c.rms = Rms(expected);
@@ -65,7 +65,7 @@ Comparison Compare(std::span<const float> got, std::span<const double> expected,
     } else {
       const double error = std::fabs(g - e);
       if (error > c.maxAbsError) c.maxAbsError = error;
-      const double allowed = c.atol + c.rtol * std::fabs(e);
+      const double allowed = c.atol + c.rtol * std::fabs(e) + (slack.empty() ? 0.0 : slack[i]);
       fails = error > allowed;
       if (fails && !worstIsBroken) {
         const double excess = error / (allowed > 0 ? allowed : 1e-300);

@@ -42,8 +42,11 @@ struct Comparison {
   bool allUnwritten() const { return total > 0 && unwritten == total; }
 };
 
+// `slack`, when not empty (one per element), is added to each element's allowance: what the
+// element may move by for a reason the tolerance does not cover (stage 5: a quantized code
+// at a rounding boundary, which float and double may round either way).
 Comparison Compare(std::span<const float> got, std::span<const double> expected, const Tolerance& tolerance,
-                   size_t sampleSize = 5);
+                   size_t sampleSize = 5, std::span<const double> slack = {});
 
 // True when every element agrees within the tolerance. Non-finite values agree with the
 // same non-finite value; where `expected` is NaN (undefined under a mistaken model, e.g. a

@@ -44,7 +44,11 @@ CheckpointReport CheckByValue(const CheckpointDescriptor& d, std::span<const Che
   // nothing, and the local view is then not shown.
   if (upstreamUsable && d.local) local = d.local();
   if (!local.empty() && local.size() == d.got.size()) {
-    const Comparison view = Compare(d.got, local, localTolerance, kSamplesShown);
+    Comparison view = Compare(d.got, local, localTolerance, kSamplesShown);
+    if (!view.pass() && d.localSlack) {
+      const std::vector<double> slack = d.localSlack();
+      if (slack.size() == local.size()) view = Compare(d.got, local, localTolerance, kSamplesShown, slack);
+    }
     cp.local = view.pass() ? LocalStatus::kPass : LocalStatus::kFail;
     if (d.localDecides && chain.pass() && !view.pass()) {
       // Within the chain's tolerance, which allows for roundings flipped upstream, but not

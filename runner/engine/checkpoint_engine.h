@@ -61,6 +61,10 @@ struct CheckpointDescriptor {
   // Without localDecides the chain view alone decides, as in stages 1-3.
   std::optional<Tolerance> localTolerance;
   bool localDecides = false;
+  // For a local view that fails: how far each element may move beyond the tolerance for a
+  // reason it does not cover (Compare's slack), asked for only then; the view is compared
+  // again with it. Empty: no slack.
+  std::function<std::vector<double>()> localSlack;
   // The misconception the buffer matches, computed on the student's upstream when `onStudent`
   // (it is usable), else on the reference's.
   std::function<Recognition(bool onStudent)> recognise;

@@ -107,8 +107,12 @@ std::string DescribeEnding(const ChildOutcome& o, const SharedRegion& region, co
                          o.exitStatus, function);
     case Ending::kSignal: break;
   }
-  std::string text = fmt::format("{} crashed with {}", function, SignalName(o.signal));
   const auto& r = o.report;
+  // A rule the file broke, which the harness stopped on (harness.h, FailYourFile).
+  if (r.signal == SIGABRT && std::strncmp(r.note, "your file", 9) == 0) {
+    return std::string(r.note, strnlen(r.note, sizeof(r.note)));
+  }
+  std::string text = fmt::format("{} crashed with {}", function, SignalName(o.signal));
   if ((r.signal == SIGSEGV || r.signal == SIGBUS) && r.faultNearStack) {
     text += ": a stack overflow: the stack ran out, from a recursion that does not end or a large local array "
             "(put big buffers in a std::vector instead)";

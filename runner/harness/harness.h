@@ -19,6 +19,10 @@ namespace wb::harness {
 
 // Stops the child as a harness failure (phase kHarnessFailed, exit kHarnessFailedExit).
 [[noreturn]] void Fail(const char* what);
+// Stops the child for a rule the student's file broke outside the stage function (stage 4's
+// optional pack_q step): an abort whose note, which must begin "your file", the runner shows
+// as the case's failure.
+[[noreturn]] void FailYourFile(const char* what);
 
 class Region {
  public:

@@ -38,6 +38,10 @@
 // A plain version first is a good plan: scalar loops that follow the contract's formulas
 // pass every case. Then make matmul_q fast, re-running the check after each change and the
 // bench to see what it bought.
+//
+// Optional, last: pack_q_bytes and pack_q (the contract's end), your own layout of a weight
+// matrix made once before the calls, which matmul_q may then read from W.packed. Define both
+// or neither; the lesson's last section says when it pays.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>

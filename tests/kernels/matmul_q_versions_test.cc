@@ -1,7 +1,8 @@
 // Stage 4's solution: every version of matmul_q's code products that this CPU runs gives the
 // portable version's results bit for bit, on shapes that reach every edge of the kernel (a
 // partial row group, an odd block count, a partial Q4_0 quad, more blocks than a scale batch,
-// several token chunks), with both accumulate modes; and a version that is wrong is caught.
+// several token chunks), with both accumulate modes, from ggml's layout (version 3) and from the
+// solution's packed layout (version 4); and a version that is wrong is caught.
 //
 // The solution file is compiled into this test (its kernels live in an anonymous namespace),
 // with the flags student code gets (tests/kernels/meson.build).
@@ -48,17 +49,26 @@ std::vector<BlockQ8_0> RandomActivations(const Case& c, std::mt19937& rng) {
   return x;
 }
 
-// y from one band kernel over all rows, starting from `start` (kAdd reads it).
-std::vector<float> Run(BandKernel kernel, const Case& c, const std::vector<unsigned char>& w,
+// y from one band kernel over all rows, starting from `start` (kAdd reads it). A packed kernel
+// (version 4) reads the matrix as the solution's pack_q lays it out, in zeroed bytes as the
+// runner hands them over.
+std::vector<float> Run(BandKernel kernel, bool packed, const Case& c, const std::vector<unsigned char>& w,
                        const std::vector<BlockQ8_0>& x, Accumulate mode, const std::vector<float>& start) {
-  const QuantMatrix W{c.type, w.data(), c.rows, c.cols};
+  QuantMatrix W{c.type, w.data(), c.rows, c.cols};
+  std::vector<unsigned char> bytes;
+  if (packed) {
+    bytes.assign(pack_q_bytes(W), 0);
+    pack_q(W, bytes.data());
+    W.packed = bytes.data();
+  }
   std::vector<float> y = start;
   kernel(c.T, x.data(), W, y.data(), mode, 0, c.rows);
   return y;
 }
 
-// How many (case, mode) results of `kernel` differ from the portable version in any bit.
-int Disagreements(BandKernel kernel, const char* name) {
+// How many (case, mode) results of `kernel` differ from the portable version in any bit: the
+// portable version 3 for a kernel of version 3, the portable version 4 for a packed one.
+int Disagreements(BandKernel kernel, const char* name, bool packed = false) {
   std::mt19937 rng(2026);
   const std::vector<Case> cases = {
       {WeightType::kQ8_0, 1, 4, 32},     {WeightType::kQ8_0, 1, 7, 96},      {WeightType::kQ8_0, 3, 9, 544},
@@ -72,11 +82,11 @@ int Disagreements(BandKernel kernel, const char* name) {
     std::vector<float> start(static_cast<size_t>(c.T) * c.rows);
     for (float& v : start) v = std::uniform_real_distribution<float>(-4, 4)(rng);
     for (Accumulate mode : {Accumulate::kOverwrite, Accumulate::kAdd}) {
-      const auto want = Run(MatmulQBandPortable, c, w, x, mode, start);
-      const auto got = Run(kernel, c, w, x, mode, start);
+      const auto want = Run(packed ? MatmulQPackedBandPortable : MatmulQBandPortable, packed, c, w, x, mode, start);
+      const auto got = Run(kernel, packed, c, w, x, mode, start);
       if (std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0) {
         ++differ;
-        const std::string what = std::string(name) + ": " + (c.type == WeightType::kQ8_0 ? "Q8_0" : "Q4_0") +
+        const std::string what = std::string(name) + (packed ? " (packed)" : "") + ": " + (c.type == WeightType::kQ8_0 ? "Q8_0" : "Q4_0") +
                                  " T = " + std::to_string(c.T) + ", " + std::to_string(c.rows) + " x " +
                                  std::to_string(c.cols) + (mode == Accumulate::kAdd ? ", kAdd" : "") +
                                  " differs from the portable version";
@@ -98,6 +108,7 @@ TEST_CASE("every version this CPU runs agrees with the portable one bit for bit"
       continue;
     }
     CHECK_MESSAGE(Disagreements(v.kernel, v.name) == 0, std::string(v.name));
+    CHECK_MESSAGE(Disagreements(v.packed, v.name, true) == 0, std::string(v.name).append(" (packed)"));
     ++ran;
   }
   CHECK(ran >= 1);
@@ -134,13 +145,40 @@ WB_TARGET_AVX2 __attribute__((flatten)) void WrongAvx2Band(int T, const BlockQ8_
                                                            Accumulate mode, int r0, int r1) {
   MatmulQBand<Avx2WithoutSign>(T, xq, W, y, mode, r0, r1);
 }
+
+// Packed (version 4): VNNI's Q8_0 products of codes stored plus 128, from zero instead of from
+// the correction -128 sum(x); AVX2's Q4_0 nibbles from zero instead of -8 sum(x).
+struct PackedVnniWithoutCorrection : Avx512VnniCodes {
+  WB_TARGET_AVX512_VNNI static Ints PackedQ8(const unsigned char* codes, const int8_t* x, int32_t) {
+    return Avx512VnniCodes::PackedQ8(codes, x, 0);
+  }
+};
+WB_TARGET_AVX512_VNNI __attribute__((flatten)) void WrongPackedBand(int T, const BlockQ8_0* xq, const QuantMatrix& W,
+                                                                    float* y, Accumulate mode, int r0, int r1) {
+  MatmulQPackedBand<PackedVnniWithoutCorrection>(T, xq, W, y, mode, r0, r1);
+}
+struct PackedAvx2WithoutOffset : Avx2Codes {
+  WB_TARGET_AVX2 static Ints PackedQ4(const unsigned char* codes, const int8_t* x, int32_t) {
+    return Avx2Codes::PackedQ4(codes, x, 0);
+  }
+};
+WB_TARGET_AVX2 __attribute__((flatten)) void WrongPackedAvx2Band(int T, const BlockQ8_0* xq, const QuantMatrix& W,
+                                                                 float* y, Accumulate mode, int r0, int r1) {
+  MatmulQPackedBand<PackedAvx2WithoutOffset>(T, xq, W, y, mode, r0, r1);
+}
 }  // namespace
 
 TEST_CASE("a wrong fast version is caught by the same comparison") {
   for (const BandVersion& v : kBandVersions) {
     if (!v.supported()) continue;
-    if (std::string(v.name) == "avx512vnni") CHECK(Disagreements(WrongBand, "planted VNNI") > 0);
-    if (std::string(v.name) == "avx2") CHECK(Disagreements(WrongAvx2Band, "planted AVX2") > 0);
+    if (std::string(v.name) == "avx512vnni") {
+      CHECK(Disagreements(WrongBand, "planted VNNI") > 0);
+      CHECK(Disagreements(WrongPackedBand, "planted packed VNNI", true) > 0);
+    }
+    if (std::string(v.name) == "avx2") {
+      CHECK(Disagreements(WrongAvx2Band, "planted AVX2") > 0);
+      CHECK(Disagreements(WrongPackedAvx2Band, "planted packed AVX2", true) > 0);
+    }
   }
 }
 #endif

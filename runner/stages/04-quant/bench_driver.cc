@@ -249,6 +249,12 @@ Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets
   // Ten measurements, each a budget plus a warm-up and at least three runs of a kernel that
   // may be slow: generous, as stage 3's five are.
   limits.wallSeconds = 300 + kQuantMeasurementCount * budget;
+  // Room for one type's copies packed at a time (the optional step: each measurement packs the
+  // copies it times, and frees them after).
+  if (limits.memoryBytes > 0) {
+    limits.memoryBytes += std::max(plan.q8Copies * MostPackedBytes(DecodeBytes(Weight::kQ8_0)),
+                                   plan.q4Copies * MostPackedBytes(DecodeBytes(Weight::kQ4_0)));
+  }
   auto ran = RunInChild(context.harness, region, limits);
   if (!ran.ok()) return ran.error();
   ChildTimings result;

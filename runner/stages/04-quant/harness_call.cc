@@ -1,5 +1,9 @@
-// Stage 4's call: one kernel, twice, one quant_block, or the leaderboard's run of matmul_q
-// (quant_call.h). Which one the runner laid out decides.
+// Stage 4's call: one kernel, twice (matmul_q a third time on packed weights when the student's
+// file packs them), one quant_block, or the leaderboard's run of matmul_q (quant_call.h). Which
+// one the runner laid out decides. Weights are packed outside the calls (packed_weights.h).
+#include <vector>
+
+#include "packed_weights.h"
 #include "quant_call.h"
 #include "runner/harness/harness.h"
 #include "stage04_quant.h"
@@ -35,6 +39,18 @@ void CallKernel(Region& region) {
     }
     region.EndCall();
   }
+  // The optional step: the same product once more, W packed (outside the calls above).
+  int32_t* packing = region.As<L, int32_t>(L::kPacking);
+  *packing = 0;
+  if (p.kernel != stage04::Kernel::kMatmulQ || !PackedWeights::Defined()) return;
+  PackedWeights packed;
+  const QuantMatrix W = packed.Pack({.type = TypeOf(p.weight), .blocks = region.As<L, const void>(L::kWeights),
+                                     .rows = p.out, .cols = p.in});
+  *packing = 1;
+  region.BeginCall(2);
+  matmul_q(p.tokens, region.As<L, const BlockQ8_0>(L::kInput), W, region.As<L, float>(L::kPackedRun), mode,
+           p.threads);
+  region.EndCall();
 }
 
 void CallLeaderboard(Region& region) {
@@ -47,12 +63,18 @@ void CallLeaderboard(Region& region) {
   const auto* inputs = region.As<L, const unsigned char>(L::kInputs);
   const auto* weights = region.As<L, const unsigned char>(L::kWeights);
   float* results = region.As<L, float>(L::kResults);
+  // Each copy packed once, before the timed call (the optional step of stage04_quant.h).
+  PackedWeights packed;
+  std::vector<QuantMatrix> copies;
+  for (int c = 0; c < p.copies; ++c) {
+    copies.push_back(packed.Pack({.type = TypeOf(p.weight), .blocks = weights + matrixBytes * static_cast<size_t>(c),
+                                  .rows = p.out, .cols = p.in}));
+  }
   region.BeginCall(0);
   for (int c = 0; c < p.calls; ++c) {
-    const QuantMatrix W{.type = TypeOf(p.weight), .blocks = weights + matrixBytes * static_cast<size_t>(c % p.copies),
-                        .rows = p.out, .cols = p.in};
-    matmul_q(1, reinterpret_cast<const BlockQ8_0*>(inputs + inputBytes * static_cast<size_t>(c)), W,
-             results + static_cast<size_t>(p.out) * c, Accumulate::kOverwrite, 1);
+    matmul_q(1, reinterpret_cast<const BlockQ8_0*>(inputs + inputBytes * static_cast<size_t>(c)),
+             copies[static_cast<size_t>(c % p.copies)], results + static_cast<size_t>(p.out) * c,
+             Accumulate::kOverwrite, 1);
   }
   region.EndCall();
 }
@@ -61,9 +83,11 @@ void CallBlock(Region& region) {
   using L = stage04::QuantBlockCall;
   region.Bind<L>();
   const L::Params p = region.Params<L>();
+  // Each matrix packed once, before the call, when the student's file takes the optional step.
+  PackedWeights packed;
   auto matrix = [&](size_t i, int rows, int cols) {
-    return QuantMatrix{.type = TypeOf(p.types[i]), .blocks = region.As<L, const void>(L::kMatrices[i]),
-                       .rows = rows, .cols = cols};
+    return packed.Pack({.type = TypeOf(p.types[i]), .blocks = region.As<L, const void>(L::kMatrices[i]),
+                        .rows = rows, .cols = cols});
   };
   const QuantWeights w{.rms1 = region.Floats<L>(L::kRms1),
                        .wqkv = matrix(0, QKV, D),

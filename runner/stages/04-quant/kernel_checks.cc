@@ -265,6 +265,7 @@ Expected<CaseReport> RunKernelCase(const CaseSpec& spec, const StageContext& con
     sizes[L::kInput] = {x.size(), shm::kReadOnly};
     sizes[L::kWeights] = BufferSize::Bytes(1, shm::kReadOnly);
     sizes[L::kResult] = sizes[L::kSecondRun] = BufferSize::Bytes(blocks * kQ8Bytes, shm::kWritable);
+    sizes[L::kPackedRun] = BufferSize::Bytes(1, shm::kWritable);
   } else {
     auto made = MakeMatmulCase(spec);
     if (!made.ok()) return made.error();
@@ -272,8 +273,9 @@ Expected<CaseReport> RunKernelCase(const CaseSpec& spec, const StageContext& con
     if (auto finite = RequireFiniteReference(spec.name, spec.kernel, m.expected); !finite.ok()) return finite.error();
     sizes[L::kInput] = BufferSize::Bytes(m.xq.size(), shm::kReadOnly);
     sizes[L::kWeights] = BufferSize::Bytes(m.wq.size(), shm::kReadOnly);
-    sizes[L::kResult] = sizes[L::kSecondRun] = {m.expected.size(), shm::kWritable};
+    sizes[L::kResult] = sizes[L::kSecondRun] = sizes[L::kPackedRun] = {m.expected.size(), shm::kWritable};
   }
+  sizes[L::kPacking] = BufferSize::Bytes(sizeof(int32_t), shm::kWritable);
   auto created = SharedRegion::Create<L>(sizes);
   if (!created.ok()) return created.error();
   SharedRegion& region = *created;
@@ -287,6 +289,7 @@ Expected<CaseReport> RunKernelCase(const CaseSpec& spec, const StageContext& con
   if (!m.start.empty()) {
     std::ranges::copy(m.start, region.Floats<L>(L::kResult).begin());
     std::ranges::copy(m.start, region.Floats<L>(L::kSecondRun).begin());
+    std::ranges::copy(m.start, region.Floats<L>(L::kPackedRun).begin());
   }
   region.SetParams<L>({.kernel = kernel, .tokens = spec.T, .out = spec.out, .in = spec.in, .weight = m.type,
                        .accumulate = spec.accumulate ? 1 : 0, .threads = spec.threads});
@@ -299,6 +302,11 @@ Expected<CaseReport> RunKernelCase(const CaseSpec& spec, const StageContext& con
 
   const std::span<const unsigned char> first = region.Bytes<L>(L::kResult);
   const std::span<const unsigned char> second = region.Bytes<L>(L::kSecondRun);
+  // The harness sets this to 1 when the student's file packs the weights (the optional step of
+  // stage04_quant.h) and it made the third run with them.
+  int32_t packing = 0;
+  std::memcpy(&packing, region.Bytes<L>(L::kPacking).data(), sizeof packing);
+  const bool packed = kernel == Kernel::kMatmulQ && packing == 1;
   ChainResult chain;
   std::string where;
   RunDifference diff;
@@ -337,7 +345,21 @@ Expected<CaseReport> RunKernelCase(const CaseSpec& spec, const StageContext& con
     d.recognise = [&, got, tolerance = d.tolerance](bool) {
       return RecogniseMatmul(m, spec, got, tolerance, context.stage->lesson);
     };
-    chain = CheckChain(std::span(&d, 1), spec.points);
+    // With packed weights, the third run is checked after the first, as a checkpoint of its own.
+    std::span<const float> gotPacked = region.Floats<L>(L::kPackedRun);
+    std::vector<float> untouchedPacked;
+    if (!m.start.empty() && std::memcmp(gotPacked.data(), m.start.data(), gotPacked.size_bytes()) == 0) {
+      untouchedPacked.assign(gotPacked.size(), std::bit_cast<float>(shm::kPoisonWord));
+      gotPacked = untouchedPacked;
+    }
+    CheckpointDescriptor p = d;
+    p.name = spec.kernel + ", packed weights";
+    p.got = gotPacked;
+    p.recognise = [&, gotPacked, tolerance = d.tolerance](bool) {
+      return RecogniseMatmul(m, spec, gotPacked, tolerance, context.stage->lesson);
+    };
+    const CheckpointDescriptor both[] = {d, p};
+    chain = CheckChain(std::span(both, packed ? 2 : 1), spec.points);
     diff = CompareRuns(first, second, sizeof(float));
     where = d.where(diff.first);
   }
@@ -349,7 +371,8 @@ Expected<CaseReport> RunKernelCase(const CaseSpec& spec, const StageContext& con
                kernel == Kernel::kQuantize ? "blocks" : "elements", where, chain.checkpoints.front(), report);
   }
   report.checkpoints = std::move(chain.checkpoints);
-  const std::vector<uint32_t> outputs = {L::kResult, L::kSecondRun};
+  std::vector<uint32_t> outputs = {L::kResult, L::kSecondRun};
+  if (packed) outputs.push_back(L::kPackedRun);
   const CaseFindings findings =
       FindingsOfChild(outcome, region, spec.kernel, context.limits, outputs, chain.allUnwritten);
   Conclude(findings, report);
@@ -386,7 +409,11 @@ Expected<CaseReport> RunMatmulLeaderboard(const MatmulLeaderboardRun& run, const
   region.PoisonOutputs();
   region.SetParams<LB>({.calls = run.calls, .copies = run.copies, .out = run.out, .in = run.in, .weight = run.type});
 
-  auto ran = RunInChild(context.harness, region, context.limits);
+  // Room for the copies packed, when the student's file takes the optional step (each copy is
+  // packed once, before the calls: part of the child's time, as its start-up is).
+  ChildLimits limits = context.limits;
+  if (limits.memoryBytes > 0) limits.memoryBytes += run.copies * MostPackedBytes(matrixBytes);
+  auto ran = RunInChild(context.harness, region, limits);
   if (!ran.ok()) return ran.error();
   const ChildOutcome& outcome = *ran;
   report.callSeconds = outcome.callSeconds;
@@ -449,7 +476,7 @@ Expected<CaseReport> RunMatmulLeaderboard(const MatmulLeaderboardRun& run, const
   report.checkpoints = std::move(chain.checkpoints);
   report.checkpoints.push_back(every);
   const std::vector<uint32_t> outputs = {LB::kResults};
-  const CaseFindings findings = FindingsOfChild(outcome, region, "matmul_q", context.limits, outputs,
+  const CaseFindings findings = FindingsOfChild(outcome, region, "matmul_q", limits, outputs,
                                                 chain.allUnwritten && every.unwritten == every.total);
   Conclude(findings, report);
   return report;

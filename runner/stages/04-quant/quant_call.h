@@ -1,6 +1,6 @@
 // Stage 4's call layouts (runner/isolation/call_layout.h), shared by the driver and the
-// child's harness: a kernel case runs quantize_q8_0 or matmul_q twice on the same inputs
-// (KernelCall), a block case runs quant_block once (QuantBlockCall), and the leaderboard runs
+// child's harness: a kernel case runs quantize_q8_0 or matmul_q twice on the same inputs,
+// and matmul_q a third time on packed weights when the student's file packs them (KernelCall), a block case runs quant_block once (QuantBlockCall), and the leaderboard runs
 // matmul_q at T = 1 many times over (LeaderboardCall). Blocks travel as bytes, in ggml's
 // layouts (contracts/stage04_quant.h); floats as floats.
 #pragma once
@@ -12,13 +12,18 @@
 
 namespace wb::stage04 {
 
+// The most the optional pack_q step may take for a matrix of `bytes` bytes (stage04_quant.h):
+// the harness refuses more, and the runner raises a child's memory limit by this much for each
+// matrix it lays out, so that a file that packs runs where one that does not would.
+constexpr uint64_t MostPackedBytes(uint64_t bytes) { return 2 * bytes + (uint64_t{1} << 20); }
+
 // The kernels of the contract, in the order of data/stages.json's "kernels".
 enum class Kernel : int32_t { kQuantize, kMatmulQ };
 // The contract's WeightType, as the runner and the child exchange it.
 enum class Weight : int32_t { kQ8_0, kQ4_0 };
 
 struct KernelCall {
-  static constexpr uint32_t kId = LayoutId("04-quant kernel v1");
+  static constexpr uint32_t kId = LayoutId("04-quant kernel v2");
   enum Buffer : uint32_t {
     // Inputs, read-only. quantize_q8_0: x (T * in floats) and an unused byte in kWeights;
     // matmul_q: xq (T rows of in / 32 Q8_0 blocks) and W (out rows of in / 32 blocks).
@@ -26,9 +31,14 @@ struct KernelCall {
     // The output of the first run and of the second, from the same inputs and starting
     // contents: blocks for quantize_q8_0, T x out floats for matmul_q.
     kResult, kSecondRun,
+    // matmul_q, when the student's file takes the optional pack_q step (stage04_quant.h): a
+    // third run, from the same inputs and starting contents, with W packed; and one int32 the
+    // harness sets to 1 when it packed (0: the step is not taken, the third run is not made).
+    kPackedRun, kPacking,
     kBufferCount
   };
-  static constexpr std::array<const char*, kBufferCount> kNames = {"input", "weights", "result", "secondRun"};
+  static constexpr std::array<const char*, kBufferCount> kNames = {"input",     "weights",   "result",
+                                                                   "secondRun", "packedRun", "packing"};
   static constexpr uint32_t kFirstOutput = kResult;
   struct Params {
     Kernel kernel;
