@@ -56,6 +56,11 @@ struct QuantMatrix {
   // The same matrix in your own layout, or null (the optional pack_q step, below). `blocks`
   // stays valid either way.
   const void* packed = nullptr;
+  // Where W starts in the matrix that was packed: W is its rows [packedFirstRow,
+  // packedFirstRow + rows), and `blocks` points at the first of them. 0 in stage 4; stage 5's
+  // provided kernels share a matrix's rows out among threads as such slices, starting at
+  // multiples of 16 rows where the matrices' shapes allow.
+  int packedFirstRow = 0;
 };
 
 // The block's weights. wqkv is WQ|WK|WV as one QKV x D matrix (stage 3's adjacency);
@@ -104,7 +109,9 @@ void matmul_q(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y,
 // most twice W's own bytes plus 1 MiB, or the case fails with that message), hands pack_q that
 // many zeroed bytes, aligned to 64, and from then on may pass W with W.packed pointing at them.
 // W.packed is whatever pack_q wrote; W.blocks is still the matrix in ggml's layout, and
-// matmul_q must give the results above from either (the runner checks both). pack_q reads
+// matmul_q must give the results above from either (the runner checks both), reading the
+// packed bytes where their layout allows and W.blocks elsewhere (a slice that starts inside
+// one of your groups of rows, say: W.packedFirstRow, above). pack_q reads
 // only W and writes only `packed`; the runner never reads the packed bytes. Leave both
 // undefined and W.packed is always null. (Weak declarations: a file that does not define them
 // links as before.)

@@ -9,7 +9,9 @@
 //                (contracts/stage04_quant.h): the result is that of the quantized product.
 //                The rows are shared out with share_out (below), in runs with enough bytes
 //                to be worth a thread, each run one matmul_q call with threads = 1 (a
-//                prompt's input rows in passes of at most 1024);
+//                prompt's input rows in passes of at most 1024). When the stage-4 file
+//                takes its optional pack_q step, every such matrix is packed once, when the
+//                model is opened (before your first call), and each run is a slice of it;
 //   any other    (F16, BF16, the K-quants, ...) each weight row dequantized a slice at a time
 //                into float, exactly as ggml dequantizes it, and dotted with the input rows.
 // By default the stage-3 and stage-4 kernels are the workbook's solutions; with

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "model/config/rope_frequencies.h"
+#include "runner/stages/05-decoder/child/packed_model.h"
 #include "runner/stages/05-decoder/child/work_pool.h"
 
 namespace wb::generate {
@@ -51,6 +52,8 @@ Expected<std::unique_ptr<DecoderSession>> DecoderSession::Open(const std::string
   auto weights = model::BindWeights(source->config(), *source);
   if (!weights) return weights.error();
   std::unique_ptr<DecoderSession> s(new DecoderSession(std::move(source).value(), std::move(weights).value()));
+  // Stage 4's optional step, when the kernels take it: the quantized matrices packed once, now.
+  PackQuantizedWeights(s->weights_);
   const model::ModelConfig& c = s->source_.config();
   if (contextTokens < 1) return BadUsage("the context must hold at least one token");
   contextTokens = std::min(contextTokens, std::max(1, c.maxPositions));

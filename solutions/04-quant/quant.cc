@@ -1214,12 +1214,21 @@ struct PackedActivations {
   std::vector<int32_t> starts;  // T x blocks
   std::vector<float> scales;    // T x blocks
 };
-template <WeightType kType>
-const PackedActivations& PreparePacked(int T, const BlockQ8_0* xq, int blocks) {
+// This thread's, with room for kPackedMostTokens tokens of `blocks` blocks. Also reserved by a
+// call that reads W.blocks when W is packed (MatmulQThreaded): a prompt too long for the packed
+// bytes then makes the room a later decode step's packed call needs, on every thread it ran
+// on, so that the step allocates nothing.
+PackedActivations& PackedActivationsRoom(int blocks) {
   static thread_local PackedActivations a;
-  const size_t count = static_cast<size_t>(T) * blocks;
   a.starts.reserve(static_cast<size_t>(kPackedMostTokens) * blocks);
   a.scales.reserve(static_cast<size_t>(kPackedMostTokens) * blocks);
+  return a;
+}
+
+template <WeightType kType>
+const PackedActivations& PreparePacked(int T, const BlockQ8_0* xq, int blocks) {
+  PackedActivations& a = PackedActivationsRoom(blocks);
+  const size_t count = static_cast<size_t>(T) * blocks;
   a.starts.resize(count);
   a.scales.resize(count);
   for (size_t i = 0; i < count; ++i) {
@@ -1233,14 +1242,17 @@ const PackedActivations& PreparePacked(int T, const BlockQ8_0* xq, int blocks) {
 
 // Rows [r0, r1) of y from the packed bytes, r0 a multiple of kPackRows: per group of rows and
 // token, one float accumulator whose lane r is row r's, each block's 16 exact integer sums
-// converted and multiply-added with the 16 rows' scales times the token's.
+// converted and multiply-added with the 16 rows' scales times the token's. W may be a slice
+// of the packed matrix that starts at a group (W.packedFirstRow, a multiple of kPackRows).
 template <class Codes, WeightType kType>
 void MatmulQPackedRows(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode, int r0, int r1) {
   const int blocks = W.cols / QK;
   const PackedActivations& a = PreparePacked<kType>(T, xq, blocks);
-  const unsigned char* packed = static_cast<const unsigned char*>(W.packed);
   const size_t groupBytes = static_cast<size_t>(blocks) * PackedBlockBytes<kType>();
-  const size_t lastLine = PackedBytes(W) / 64 * 64 - 64;  // the requests ahead stop at the end
+  const unsigned char* packed =
+      static_cast<const unsigned char*>(W.packed) + static_cast<size_t>(W.packedFirstRow / kPackRows) * groupBytes;
+  // The requests ahead stop at the last group of W's rows.
+  const size_t lastLine = static_cast<size_t>((W.rows + kPackRows - 1) / kPackRows) * groupBytes - 64;
   for (int o = r0; o < r1; o += kPackRows) {
     const size_t groupAt = static_cast<size_t>(o / kPackRows) * groupBytes;
     const int rows = std::min(kPackRows, r1 - o);
@@ -1367,15 +1379,18 @@ const BandVersion& ChooseBandVersion() {
 [[maybe_unused]] void MatmulQThreaded(int T, const BlockQ8_0* xq, const QuantMatrix& W, float* y, Accumulate mode,
                                       int threads) {
   static const BandVersion& version = ChooseBandVersion();
-  // Packed bytes serve calls of a few tokens (version 4); the others read W.blocks.
-  const bool packed = W.packed != nullptr && T <= kPackedMostTokens;
+  // Packed bytes serve calls of a few tokens (version 4) on a slice that starts at a packed
+  // group; the others read W.blocks.
+  const bool packed = W.packed != nullptr && T <= kPackedMostTokens && W.packedFirstRow % kPackRows == 0;
   const BandKernel band = packed ? version.packed : version.kernel;
   if (threads <= 1) {  // GCC's OpenMP runtime allocates for a one-thread region: skip it
+    if (W.packed != nullptr) PackedActivationsRoom(W.cols / QK);
     band(T, xq, W, y, mode, 0, W.rows);
     return;
   }
 #pragma omp parallel num_threads(threads)
   {
+    if (W.packed != nullptr) PackedActivationsRoom(W.cols / QK);
     const Band rows = RowBand(W.rows, omp_get_thread_num(), omp_get_num_threads(), packed ? kPackRows : kGroupRows);
     band(T, xq, W, y, mode, rows.begin, rows.end);
   }

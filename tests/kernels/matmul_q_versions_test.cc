@@ -182,3 +182,39 @@ TEST_CASE("a wrong fast version is caught by the same comparison") {
   }
 }
 #endif
+
+// Stage 5's provided kernels hand matmul_q slices of a packed matrix (QuantMatrix's
+// packedFirstRow): a slice that starts at a packed group must give exactly the whole matrix's
+// rows, and one that starts inside a group (read from W.blocks) the rows of ggml's layout.
+TEST_CASE("a slice of a packed matrix gives the whole matrix's rows, bit for bit") {
+  std::mt19937 rng(7);
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+    const Case c{type, 1, 53, 160};
+    const auto w = RandomWeights(c, rng);
+    const auto x = RandomActivations(c, rng);
+    QuantMatrix whole{c.type, w.data(), c.rows, c.cols};
+    std::vector<unsigned char> bytes(pack_q_bytes(whole), 0);
+    pack_q(whole, bytes.data());
+    whole.packed = bytes.data();
+    std::vector<float> all(static_cast<size_t>(c.rows));
+    matmul_q(1, x.data(), whole, all.data(), Accumulate::kOverwrite, 1);
+    const size_t rowBytes = static_cast<size_t>(c.cols / QK) * (type == WeightType::kQ8_0 ? 34 : 18);
+    for (int first : {16, 32, 7}) {
+      QuantMatrix slice = whole;
+      slice.blocks = w.data() + static_cast<size_t>(first) * rowBytes;
+      slice.rows = c.rows - first;
+      slice.packedFirstRow = first;
+      std::vector<float> part(static_cast<size_t>(slice.rows));
+      matmul_q(1, x.data(), slice, part.data(), Accumulate::kOverwrite, 1);
+      if (first % kPackRows == 0) {
+        CHECK(std::memcmp(part.data(), all.data() + first, part.size() * sizeof(float)) == 0);
+      } else {
+        QuantMatrix plain = slice;
+        plain.packed = nullptr;
+        std::vector<float> unpacked(part.size());
+        matmul_q(1, x.data(), plain, unpacked.data(), Accumulate::kOverwrite, 1);
+        CHECK(std::memcmp(part.data(), unpacked.data(), part.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+}

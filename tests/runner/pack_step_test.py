@@ -15,6 +15,9 @@ Each file is the solution's quant.cc, changed:
   - pack_q_bytes asking for more than twice the matrix's bytes plus 1 MiB: fails, saying so;
   - pack_q that lays the rows out wrong: the packed checkpoint fails while the product from
     ggml's layout passes (the runner checks both).
+And stage 5, whose provided kernels pack a model's matrices with the stage-4 file's step:
+  - the solutions as they are, with --kernels mine: a Q4_0 case passes;
+  - the same with that wrong pack_q: the case fails, and the report blames the kernels.
 """
 import json, os, shutil, subprocess, sys, tempfile
 
@@ -51,6 +54,32 @@ PLANTS = [
 ]
 
 
+STAGE5_CASES = {"stage": 5, "cases": [
+    {"name": "q4", "model": "llama", "format": "gguf", "variant": "q4_0", "steps": [3, 1, 1], "seed": 1,
+     "page_size": 4},
+]}
+
+
+def stage5(workbook, source, scratch, cases, what, change, status, must):
+    """check 5 --kernels mine on a copy of the solutions whose stage-4 file is changed."""
+    tree = os.path.join(scratch, "stage5-" + what.replace(" ", "-"))
+    for stage_dir in ("03-fused", "04-quant", "05-decoder"):
+        shutil.copytree(os.path.join(source, "solutions", stage_dir), os.path.join(tree, stage_dir))
+    path = os.path.join(tree, "04-quant", "quant.cc")
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(change(text))
+    ran = subprocess.run([workbook, "check", "5", "--kernels", "mine", "--cases", cases, "--stages-dir", tree],
+                         capture_output=True, text=True)
+    said = ran.stdout + ran.stderr
+    if ran.returncode != status:
+        return [f"stage 5, {what}: expected exit {status}, got {ran.returncode}\n{said[-3000:]}"]
+    if must not in said:
+        return [f"stage 5, {what}: the output lacks {must!r}\n{said[-3000:]}"]
+    return []
+
+
 def main():
     workbook, source = sys.argv[1], sys.argv[2]
     failures = []
@@ -84,6 +113,13 @@ def main():
                 lines = [l for l in said.splitlines() if l.strip().startswith(("ok", "FAIL", "fail"))]
                 if not any(l.strip().startswith("ok") and "matmul_q " in l and "packed" not in l for l in lines):
                     failures.append(f"{what}: the product from ggml's layout should pass\n{said[-3000:]}")
+        stage5_cases = os.path.join(scratch, "stage5.json")
+        with open(stage5_cases, "w") as f:
+            json.dump(STAGE5_CASES, f)
+        failures += stage5(workbook, source, scratch, stage5_cases, "the solutions", lambda t: t, 0,
+                           "Every checkpoint passes")
+        failures += stage5(workbook, source, scratch, stage5_cases, "a wrong pack_q",
+                           lambda t: t.replace(LANE, "out[32 + 64 * v + 4 * k + r]"), 1, "your kernels are what is wrong")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     for f in failures:

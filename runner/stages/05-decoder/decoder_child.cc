@@ -94,7 +94,9 @@ Expected<ChildRun> RunCallsInChild(const DecoderCase& data, int threads, const S
                        .pathBytes = static_cast<int32_t>(data.modelPath.size())});
 
   run.limits.readablePaths.push_back(data.modelPath);
-  if (run.limits.memoryBytes > 0) run.limits.memoryBytes += BytesOnDisk(data.modelPath);
+  // The model's file is mapped; stage 4's optional pack_q step may take up to twice its bytes
+  // again, plus a little per matrix (contracts/stage04_quant.h), packed in the child's memory.
+  if (run.limits.memoryBytes > 0) run.limits.memoryBytes += 3 * BytesOnDisk(data.modelPath) + (uint64_t{256} << 20);
   auto ran = RunInChild(context.harness, region, run.limits);
   if (!ran.ok()) return ran.error();
   run.outcome = std::move(*ran);

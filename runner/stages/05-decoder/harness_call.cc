@@ -17,6 +17,7 @@
 #include "model/config/model_weights.h"
 #include "model/config/weight_source.h"
 #include "runner/harness/harness.h"
+#include "runner/stages/05-decoder/child/packed_model.h"
 #include "runner/stages/05-decoder/child/work_pool.h"
 #include "stage05_decoder.h"
 
@@ -88,6 +89,9 @@ void CallStage(Region& region) {
   const int layers = config.layerCount();
   // Reserved before the first call, so the harness's own bookkeeping allocates nothing later.
   std::vector<LayerBuffers> layerBuffers(static_cast<size_t>(layers));
+  // Stage 4's optional step, when the stage-4 kernels take it: the model's quantized matrices
+  // packed now, before the first call and outside its timing.
+  PackQuantizedWeights(*weights);
   // share_out's helper threads started now: a decoder whose first call shares nothing out (a
   // prompt whose products are stage 4's, attention too short to share) would otherwise start
   // them in a decode step, and starting a thread allocates.

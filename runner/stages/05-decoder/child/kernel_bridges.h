@@ -21,8 +21,15 @@ constexpr size_t kQ8BlockBytes = 34;  // sizeof(BlockQ8_0)
 enum class QuantType { kQ8_0, kQ4_0 };
 // quantize_q8_0 of n values into n / 32 blocks at `blocks`.
 void QuantizeQ8_0(int n, const float* x, std::byte* blocks);
-// matmul_q with W = {type, weights, rows, cols}; xq as QuantizeQ8_0 wrote it.
+// matmul_q with W = {type, weights, rows, cols, packed, packedFirstRow}; xq as QuantizeQ8_0
+// wrote it; packed null when the matrix is not packed.
 void QuantMatmul(int T, const std::byte* xq, QuantType type, const std::byte* weights, int rows, int cols, float* y,
-                 Accumulate mode, int threads);
+                 Accumulate mode, int threads, const std::byte* packed = nullptr, int packedFirstRow = 0);
+// Stage 4's optional step: 0 when the stage-4 file defines neither pack_q_bytes nor pack_q,
+// else the bytes pack_q_bytes asks for the matrix {type, weights, rows, cols}. A file that
+// defines one and not the other is told so, on stderr, and the child stops.
+size_t QuantPackedBytes(QuantType type, const std::byte* weights, int rows, int cols);
+// pack_q of that matrix into `packed` (QuantPackedBytes bytes, zeroed, 64-byte aligned).
+void QuantPack(QuantType type, const std::byte* weights, int rows, int cols, std::byte* packed);
 
 }  // namespace wb::stage05

@@ -15,9 +15,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
+
+#include <sys/mman.h>
 
 #include "kernel_bridges.h"
 #include "model/files/tensor_types.h"
+#include "packed_model.h"
 
 namespace {
 
@@ -27,6 +32,8 @@ using wb::stage05::FloatSwiglu;
 using wb::stage05::kQ8BlockBytes;
 using wb::stage05::kQuantBlock;
 using wb::stage05::QuantMatmul;
+using wb::stage05::QuantPack;
+using wb::stage05::QuantPackedBytes;
 using wb::stage05::QuantType;
 using wb::stage05::QuantizeQ8_0;
 using wb::model::Activation;
@@ -94,11 +101,33 @@ QuantType QuantTypeOf(const WeightMatrix& W) {
   return W.tensor.type == TensorType::kQ8_0 ? QuantType::kQ8_0 : QuantType::kQ4_0;
 }
 
-// Rows [firstRow, firstRow + rows) of W, as matmul_q reads them: y = xq · those rows^T.
+// The matrices packed by PackQuantizedWeights: each by the address of its first row's bytes,
+// in that order, so a product finds its packed bytes by a binary search, allocating nothing.
+struct PackedMatrix {
+  const std::byte* first;
+  const std::byte* packed;
+};
+std::vector<PackedMatrix>& PackedMatrices() {
+  static std::vector<PackedMatrix> matrices;
+  return matrices;
+}
+const std::byte* FirstRowOf(const WeightMatrix& W, size_t rowBytes) {
+  return W.tensor.data.data() + W.firstRow * rowBytes;
+}
+const std::byte* PackedOf(const WeightMatrix& W, size_t rowBytes) {
+  const std::vector<PackedMatrix>& matrices = PackedMatrices();
+  const std::byte* first = FirstRowOf(W, rowBytes);
+  const auto at = std::lower_bound(matrices.begin(), matrices.end(), first,
+                                   [](const PackedMatrix& m, const std::byte* f) { return m.first < f; });
+  return at != matrices.end() && at->first == first ? at->packed : nullptr;
+}
+
+// Rows [firstRow, firstRow + rows) of W, as matmul_q reads them: y = xq · those rows^T, with the
+// packed bytes of W when it was packed (the slice's place in them: packedFirstRow).
 void QuantRows(const WeightMatrix& W, size_t rowBytes, uint64_t firstRow, uint64_t rows, int T, const std::byte* xq,
                float* y, Accumulate mode, int threads) {
-  QuantMatmul(T, xq, QuantTypeOf(W), W.tensor.data.data() + (W.firstRow + firstRow) * rowBytes, static_cast<int>(rows),
-              static_cast<int>(W.cols), y, mode, threads);
+  QuantMatmul(T, xq, QuantTypeOf(W), FirstRowOf(W, rowBytes) + firstRow * rowBytes, static_cast<int>(rows),
+              static_cast<int>(W.cols), y, mode, threads, PackedOf(W, rowBytes), static_cast<int>(firstRow));
 }
 
 // Bytes of quantized input kept on the stack at once: rows of W.cols / QK blocks.
@@ -336,4 +365,52 @@ void weight_rows(const WeightMatrix& W, std::span<const int32_t> ids, float* out
       Stop(W, s.error().message);
     }
   }
+}
+
+void PackQuantizedWeights(const wb::model::ModelWeights& weights) {
+  std::vector<const WeightMatrix*> products;
+  auto add = [&](const WeightMatrix& W) {
+    if (IsStageFourType(W.tensor.type) && W.rows > 0) products.push_back(&W);
+  };
+  for (const wb::model::LayerWeights& layer : weights.layers) {
+    for (const WeightMatrix* W : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down,
+                                  &layer.router}) {
+      add(*W);
+    }
+    for (const wb::model::ExpertWeights& expert : layer.experts) {
+      add(expert.gate);
+      add(expert.up);
+      add(expert.down);
+    }
+  }
+  add(weights.head);
+  std::vector<PackedMatrix>& matrices = PackedMatrices();
+  for (const WeightMatrix* W : products) {
+    const size_t rowBytes = RowBytesOf(*W);
+    const std::byte* first = FirstRowOf(*W, rowBytes);
+    if (std::any_of(matrices.begin(), matrices.end(), [&](const PackedMatrix& m) { return m.first == first; })) continue;
+    const int rows = static_cast<int>(W->rows), cols = static_cast<int>(W->cols);
+    const size_t asked = QuantPackedBytes(QuantTypeOf(*W), first, rows, cols);
+    if (asked == 0) return;  // the stage-4 kernels do not take the step
+    // The rule of stage04_quant.h: at most twice the matrix's bytes plus 1 MiB.
+    const size_t own = rowBytes * W->rows;
+    if (asked > 2 * own + (size_t{1} << 20)) {
+      Stop(*W, "your stage-4 file's pack_q_bytes asked for " + std::to_string(asked) + " bytes for a matrix of " +
+                   std::to_string(own) + ": at most twice its bytes plus 1 MiB may be asked for (stage04_quant.h)");
+    }
+    // Anonymous memory (zeroed, page-aligned) with transparent huge pages asked for, as the
+    // model library reads a model's weights into (Residence::kInMemory): the packed bytes stream
+    // by as the weights do, and on 4 KiB pages a decode step paid a TLB miss every 4 KiB of
+    // them (bench 5, TinyLlama-shaped Q4_0: slower than the weights in ggml's layout on huge
+    // pages). A hint only; never unmapped: the packed bytes live as long as the process.
+    const size_t mapped = std::max<size_t>(asked, 1);
+    void* memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) Stop(*W, "the packed weights do not fit in the memory the child may use");
+    ::madvise(memory, mapped, MADV_HUGEPAGE);
+    auto* packed = static_cast<std::byte*>(memory);
+    QuantPack(QuantTypeOf(*W), first, rows, cols, packed);
+    matrices.push_back({first, packed});
+  }
+  std::sort(matrices.begin(), matrices.end(),
+            [](const PackedMatrix& a, const PackedMatrix& b) { return a.first < b.first; });
 }
