@@ -68,6 +68,11 @@ bool StageInfo::PerLayer(const std::string& name) const {
 
 std::optional<std::string> StageInfo::BaseName(const std::string& reported) const {
   if (FindKernel(reported) != nullptr) return reported;
+  const std::string_view packed = kPackedRunSuffix;
+  if (reported.size() > packed.size() && reported.ends_with(packed)) {
+    const std::string kernel = reported.substr(0, reported.size() - packed.size());
+    if (FindKernel(kernel) != nullptr) return kernel;
+  }
   for (const auto& name : caseCheckpoints) {
     if (reported == name) return name;
   }

@@ -44,6 +44,9 @@ namespace wb {
 
 // How a checkpoint of one layer is named inside a call's name: "step2.layer1.q" (stage 5).
 inline constexpr const char* kLayerPrefix = "layer";
+// How a kernel's run on weights the file packed itself (stage 4's pack_q) is named:
+// "matmul_q, packed weights". Its table name, hints and progress are the kernel's.
+inline constexpr const char* kPackedRunSuffix = ", packed weights";
 
 enum class CaseLength { kTokens, kSteps };
 
@@ -101,8 +104,8 @@ struct StageInfo {
   std::string Reported(const std::string& name, int call) const;
   std::string Reported(const std::string& name, int call, int layer) const;
   bool PerLayer(const std::string& name) const;  // one of layer_checkpoints
-  // The table's name of a reported checkpoint ("step2.attnOut" -> "attnOut"); nullopt when
-  // it is none of this stage's.
+  // The table's name of a reported checkpoint ("step2.attnOut" -> "attnOut", "matmul_q,
+  // packed weights" -> "matmul_q"); nullopt when it is none of this stage's.
   std::optional<std::string> BaseName(const std::string& reported) const;
   // Every checkpoint name: the kernels', then per call and per case, in order.
   std::vector<std::string> AllCheckpoints() const;

@@ -121,6 +121,10 @@ TEST_CASE("a row's kernels are checkpoints of their own, before the calls'") {
   const wb::StageInfo& stage = table->stages.at(0);
   CHECK(stage.AllCheckpoints() == std::vector<std::string>{"matmul", "attend", "norm1", "output"});
   CHECK(stage.BaseName("matmul") == "matmul");
+  // A kernel's run on weights the file packed (stage 4's pack_q) is the kernel's checkpoint.
+  CHECK(stage.BaseName("matmul, packed weights") == "matmul");
+  CHECK(!stage.BaseName("norm1, packed weights").has_value());
+  CHECK(!stage.BaseName(", packed weights").has_value());
   REQUIRE(stage.FindKernel("matmul") != nullptr);
   CHECK(stage.FindKernel("matmul")->Takes("accumulate"));
   CHECK(!stage.FindKernel("attend")->Takes("out"));

@@ -353,7 +353,7 @@ Expected<CaseReport> RunKernelCase(const CaseSpec& spec, const StageContext& con
       gotPacked = untouchedPacked;
     }
     CheckpointDescriptor p = d;
-    p.name = spec.kernel + ", packed weights";
+    p.name = spec.kernel + kPackedRunSuffix;
     p.got = gotPacked;
     p.recognise = [&, gotPacked, tolerance = d.tolerance](bool) {
       return RecogniseMatmul(m, spec, gotPacked, tolerance, context.stage->lesson);
