@@ -14,7 +14,7 @@ Each file is the solution's quant.cc, changed:
   - pack_q_bytes without pack_q: the check fails, saying the file defines one and not the other;
   - pack_q_bytes asking for more than twice the matrix's bytes plus 1 MiB: fails, saying so;
   - pack_q that lays the rows out wrong: the packed checkpoint fails while the product from
-    ggml's layout passes (the runner checks both).
+    ggml's layout passes (the runner checks both), and `hint 4` gives matmul_q's hints.
 And stage 5, whose provided kernels pack a model's matrices with the stage-4 file's step:
   - the solutions as they are, with --kernels mine: a Q4_0 case passes;
   - the same with that wrong pack_q: the case fails, and the report blames the kernels.
@@ -113,6 +113,13 @@ def main():
                 lines = [l for l in said.splitlines() if l.strip().startswith(("ok", "FAIL", "fail"))]
                 if not any(l.strip().startswith("ok") and "matmul_q " in l and "packed" not in l for l in lines):
                     failures.append(f"{what}: the product from ggml's layout should pass\n{said[-3000:]}")
+                # `hint` reads the failing packed run as matmul_q's checkpoint (the visible suite's
+                # first failure), with its own count of hints shown.
+                hinted = subprocess.run([workbook, "hint", "4", "--stages-dir", tree], capture_output=True, text=True,
+                                        env=dict(os.environ, WORKBOOK_HINT_STATE=os.path.join(scratch, "hints.json")))
+                if hinted.returncode != 0 or "Hints for matmul_q (stage 4)" not in hinted.stdout:
+                    failures.append(f"{what}: hint 4 should give matmul_q's hints, exit 0; got {hinted.returncode}\n"
+                                    f"{(hinted.stdout + hinted.stderr)[-3000:]}")
         stage5_cases = os.path.join(scratch, "stage5.json")
         with open(stage5_cases, "w") as f:
             json.dump(STAGE5_CASES, f)
