@@ -60,6 +60,10 @@ class Region {
 
   void BeginCall(unsigned index);
   void EndCall();
+  // A bench child's timed calls begin: the child stops itself (SIGSTOP), and the runner, which
+  // asked for this (ChildLimits::resumeStops), starts its clock and resumes it. The runner's
+  // clock, from here to the child's end, is the batch's time (runner/stages/bench_engine.h).
+  void StartTimedCalls();
 
  private:
   shm::Header* header_;

@@ -43,6 +43,19 @@ bool ChildHandle::TryReap(int* status) {
   return reaped_;
 }
 
+bool ChildHandle::TryStopped() {
+  if (reaped_) return false;
+  siginfo_t info{};
+  int got;
+  while ((got = waitid(P_PID, static_cast<id_t>(pid_), &info, WSTOPPED | WNOHANG)) < 0 && errno == EINTR) {
+  }
+  return got == 0 && info.si_pid == pid_ && info.si_code == CLD_STOPPED;
+}
+
+void ChildHandle::Resume() {
+  if (!reaped_) kill(pid_, SIGCONT);
+}
+
 void ChildHandle::Kill() {
   if (!reaped_) {
     bool sent = false;

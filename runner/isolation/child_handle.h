@@ -30,6 +30,10 @@ class ChildHandle {
   bool reaped() const { return reaped_; }
   // Reaps the child if it has ended; never blocks. True when reaped, with its wait status.
   bool TryReap(int* status);
+  // Whether the child has stopped (by a signal) since this was last asked; never blocks.
+  bool TryStopped();
+  // Continues a stopped child (SIGCONT).
+  void Resume();
   void Kill();
   // Kills the child and waits at most `seconds` for it to be reaped.
   bool KillAndReap(int* status, double seconds = kReapGraceSeconds);

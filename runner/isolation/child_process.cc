@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string_view>
 #include <string>
 #include <vector>
@@ -390,6 +391,7 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
   ChildOutcome outcome;
   int status = 0;
   bool timedOut = false;
+  std::optional<std::chrono::steady_clock::time_point> timedFrom;  // resumeStops: the first resuming
   const auto deadline = start + std::chrono::duration<double>(limits.wallSeconds);
   // Woken by output, by the child's end (its pidfd) or every 20 ms; past the deadline the
   // child is killed by pid and by group, and waited on for the grace period at most: a child
@@ -399,7 +401,18 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
     poll(fds, 3, 20);
     Drain(outFd, outcome.stdoutText, limits.keepOutputBytes);
     Drain(errFd, outcome.stderrText, limits.keepOutputBytes);
-    if (child.TryReap(&status)) break;
+    if (child.TryReap(&status)) {
+      if (timedFrom) {
+        outcome.timedSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - *timedFrom).count();
+      }
+      break;
+    }
+    // The child waits, stopped, until it is resumed: the clock starts at the resuming, so how
+    // soon the stop is seen does not matter.
+    if (limits.resumeStops && child.TryStopped()) {
+      if (!timedFrom) timedFrom = std::chrono::steady_clock::now();
+      child.Resume();
+    }
     if (std::chrono::steady_clock::now() >= deadline) {
       child.KillAndReap(&status);
       timedOut = true;

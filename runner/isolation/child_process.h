@@ -32,6 +32,10 @@ struct ChildLimits {
   // The version of the solution's kernels to run (WB_KERNEL_VERSION in the child's
   // environment, runner/engine/kernel_versions.h); "": the code's own choice.
   std::string kernelVersion;
+  // A bench child stops itself (SIGSTOP) when its timed calls begin: the runner resumes it,
+  // and times it from there to its end (ChildOutcome::timedSeconds). Any later stop is resumed
+  // too, without moving the start. Off: a child that stops stays stopped until its time limit.
+  bool resumeStops = false;
 };
 
 // A stream the child wrote, trimmed to its head and tail.
@@ -53,6 +57,10 @@ struct ChildOutcome {
   int signal = 0;
   int exitStatus = 0;
   double wallSeconds = 0;
+  // With ChildLimits::resumeStops: from the child's first stop (the runner's resuming it) to
+  // its reaping, by the runner's clock; -1 when it never stopped. What a bench times from
+  // outside (runner/stages/bench_engine.h).
+  double timedSeconds = -1;
   double callSeconds = 0;  // time inside the stage function, as the child measured it
   size_t leftoverProcesses = 0;  // processes the child left running, killed after it ended
   shm::ChildReport report{};

@@ -1,26 +1,42 @@
 #!/usr/bin/env python3
-"""A student file that cheats the bench gets no figure, and a message that says why.
+"""A student file that cheats the bench gets no figure and a message that says why, or, where
+the cheat cannot reach the figure, the figure it earned.
 
 Usage: bench_cheats_test.py WORKBOOK SOURCE_ROOT
   WORKBOOK     the built runner
   SOURCE_ROOT  the workbook's source tree (its solutions/ become a student's stages/ tree)
 
-The student's code is linked into the program that times it, so it can try two things:
+The student's code is linked into the program it runs in, so it can try two things:
   - skip work once it is being timed: fused_block (stage 3) or quant_block (stage 4) that
     stops working after its second call. It passes every check (each case calls it at most
     twice in one process) and would time as near-free;
   - replace the clock: a clock_gettime of its own, which every caller in the program would
-    take for the C library's, where a microsecond passes per reading.
-Each is planted in a copy of the solutions and benched (the clock in stages 2, 3 and 5,
-skipped work in stages 3 and 4, where the bench clears what each timed call writes; stage 5's
-logits are cleared before each call by generate's own check; stage 2's checks call decoder_step many times in one process, so
-there a file that counts calls fails its checks first); the bench must exit 1, print no
-table, and say which refusal it is (runner/stages/03-fused/bench_timing.h). The copy as it
-is, checked first, passes: so the cheats are what is refused.
+    take for the C library's, where a microsecond passes per reading;
+  - compute right while it is checked and wrong while it is timed: stage 3's matmul, right on
+    its first call at the bench's qkv shape and zeros after, caught by the bench's sample of
+    the first timed call's output against the reference.
+Each is planted in a copy of the solutions and benched. Stages 3 and 4 time their children
+from outside, by the runner's clock (runner/stages/bench_engine.h), and check what the last
+timed call wrote: skipped work is refused there, and a fake clock changes nothing, so the bench
+must measure and print its table (with no figure above the machine's roof, which it would
+refuse). Stages 2 and 5 time inside the program: there the fake clock is refused
+(runner/stages/03-fused/bench_timing.h; stage 5's logits are cleared before each call by
+generate's own check; stage 2's checks call decoder_step many times in one process, so there a
+file that counts calls fails its checks first). A refused bench must exit 1, print no table,
+and say which refusal it is. The copy as it is, checked first, passes: so the cheats are what
+is refused.
 """
 import os, re, shutil, subprocess, sys, tempfile
 
 SKIP_AFTER_TWO_CALLS = "  static int calls = 0;  // planted: works twice, then returns at once\n  if (++calls > 2) return;\n"
+# Right on the first call at the bench's shape, zeros on every later one: the first batch's
+# timed call is wrong, and only the sample of it checked against the reference can say so.
+WRONG_WHEN_TIMED = (
+    "  static int timedCalls = 0;  // planted: right once at T = 13, qkv's shape, then zeros\n"
+    "  if (T == 13 && out == 768 && ++timedCalls > 1) {\n"
+    "    for (int i = 0; i < T * out; ++i) y[i] = 0.0f;\n"
+    "    return;\n"
+    "  }\n")
 FAKE_CLOCK = """
 #include <time.h>
 // planted: a clock of its own, a microsecond per reading, for every caller in the program
@@ -33,7 +49,9 @@ extern "C" int clock_gettime(clockid_t, struct timespec* ts) {
 }
 """
 SKIPPED = "the timed calls did not compute their output again"
+WRONG = "the bench checks a sample of what the timed calls write, and this one is wrong"
 CLOCK = "disagreed with the system's"
+MEASURED = None  # the cheat cannot reach the figure: the bench measures, exit 0, with its table
 
 
 def printed_figures(stage, stdout):
@@ -60,10 +78,10 @@ def tree_with(source, stage_dir, file, change):
     return tree
 
 
-def after_signature(function_line_end):
+def after_signature(function_line_end, planted=SKIP_AFTER_TWO_CALLS):
     def change(text):
         at = text.index(function_line_end) + len(function_line_end)
-        return text[:at] + SKIP_AFTER_TWO_CALLS + text[at:]
+        return text[:at] + planted + text[at:]
     return change
 
 
@@ -74,7 +92,10 @@ def main():
         ("2", "02-kv-cache", "decode.cc", lambda text: text + FAKE_CLOCK, CLOCK, ["--contexts", "64"]),
         ("3", "03-fused", "fused.cc", after_signature("float* norm2, float* hidden, float* output) {\n"), SKIPPED,
          ["--tokens", "16"]),
-        ("3", "03-fused", "fused.cc", lambda text: text + FAKE_CLOCK, CLOCK, ["--tokens", "16"]),
+        ("3", "03-fused", "fused.cc", lambda text: text + FAKE_CLOCK, MEASURED, ["--tokens", "16"]),
+        ("3", "03-fused", "fused.cc",
+         after_signature("const float* W, float* y, Accumulate mode, int threads) {\n", WRONG_WHEN_TIMED), WRONG,
+         ["--tokens", "13"]),
         ("4", "04-quant", "quant.cc", after_signature("float* hidden, BlockQ8_0* hiddenq, float* output) {\n"),
          SKIPPED, []),
         ("5", "05-decoder", "decoder.cc", lambda text: text + FAKE_CLOCK, CLOCK,
@@ -82,7 +103,7 @@ def main():
     ]
     for stage, stage_dir, file, change, expected, extra in plants:
         tree = tree_with(source, stage_dir, file, change)
-        name = f"stage {stage}, {'fake clock' if expected == CLOCK else 'skipped work'}"
+        name = f"stage {stage}, " + {SKIPPED: "skipped work", WRONG: "wrong when timed"}.get(expected, "fake clock")
         try:
             checked = subprocess.run([workbook, "check", stage, "--stages-dir", tree], capture_output=True, text=True)
             if checked.returncode != 0:
@@ -93,7 +114,11 @@ def main():
             ran = subprocess.run([workbook, "bench", stage, "--stages-dir", tree] + budget + extra,
                                  capture_output=True, text=True)
             out = ran.stdout + ran.stderr
-            if ran.returncode != 1 or expected not in out:
+            if expected is MEASURED:
+                if ran.returncode != 0 or not printed_figures(stage, ran.stdout):
+                    failures.append(f"{name}: expected the bench to measure (exit 0, its table), got "
+                                    f"{ran.returncode}:\n{out[-3000:]}")
+            elif ran.returncode != 1 or expected not in out:
                 failures.append(f"{name}: expected exit 1 and '{expected}', got {ran.returncode}:\n{out[-3000:]}")
             elif printed_figures(stage, ran.stdout):
                 failures.append(f"{name}: the bench printed its table as well as the refusal")
@@ -101,7 +126,7 @@ def main():
             shutil.rmtree(tree, ignore_errors=True)
     for f in failures:
         print("FAIL", f)
-    print(f"bench_cheats_test: {len(plants) - len(failures)} of {len(plants)} cheats refused")
+    print(f"bench_cheats_test: {len(plants) - len(failures)} of {len(plants)} cheats refused or without effect")
     return 1 if failures else 0
 
 

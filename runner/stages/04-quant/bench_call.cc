@@ -1,7 +1,11 @@
-// Stage 4's bench child: times the student's matmul_q at T = 1 over matrices larger than the
-// last-level cache and at T = 128, and their quant_block on each weight set at T = 1 and
-// T = 128, all on one thread count (bench_call.h), each with stage 3's Measure. The kernels
-// were validated on the visible suite before this runs; nothing here checks their results.
+// Stage 4's bench child: one measurement (bench_call.h), the student's matmul_q at T = 1 over
+// matrices larger than the last-level cache or at T = 128, or their quant_block on a weight set
+// at T = 1 or T = 128, on one thread count: an untimed call, then the timed calls, each after
+// the output is cleared. It times nothing itself: the runner times the child from outside and
+// checks what the last call wrote (runner/stages/bench_engine.h). The kernels were validated on
+// the visible suite before this runs.
+#include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "bench_call.h"
@@ -36,19 +40,24 @@ void MapEveryPage(const unsigned char* bytes, size_t count) {
   (void)keep;
 }
 
-void Record(float* timings, int measurement, const stage03::Timing& t) {
-  float* at = timings + static_cast<size_t>(measurement) * stage03::kTimingFloats;
-  at[0] = static_cast<float>(t.median);
-  at[1] = static_cast<float>(t.fastest);
-  at[2] = static_cast<float>(t.slowest);
-  at[3] = static_cast<float>(t.runs);
+// The untimed call, then `calls` calls, each after `output` is cleared (or the clearing alone).
+template <typename Call>
+void RunCalls(Region& region, const L::Params& p, const Call& call, float* output, size_t outputCount) {
+  call();  // untimed: pages, caches, the OpenMP thread pool
+  region.StartTimedCalls();
+  for (int c = 0; c < p.calls; ++c) {
+    std::fill(output, output + outputCount, std::numeric_limits<float>::quiet_NaN());
+    if (p.callsSkipped == 0) call();
+  }
 }
 
 // matmul_q on rows x kDecodeCols of each copy in turn, T rows of the activations.
-stage03::Timing TimeMatmulQ(Region& region, const L::Params& p, stage04::Weight weight, int T, int rows) {
+void TimeMatmulQ(Region& region, const L::Params& p, stage04::Weight weight, int T, int rows) {
   const bool q4 = weight == stage04::Weight::kQ4_0;
   const unsigned char* copies = region.As<L, const unsigned char>(q4 ? L::kQ4Copies : L::kQ8Copies);
-  const int copyCount = q4 ? p.q4Copies : p.q8Copies;
+  // At T = 1 the weights stream from memory, so each call reads the next copy; at T = 128 the
+  // products, not the reads, take the time, and one copy will do.
+  const int copyCount = T > 1 ? 1 : q4 ? p.q4Copies : p.q8Copies;
   const size_t copyBytes = MatrixBytes(weight, stage04::kDecodeRows, stage04::kDecodeCols);
   const BlockQ8_0* xq = region.As<L, const BlockQ8_0>(L::kActivations);
   float* y = region.Floats<L>(L::kY);
@@ -61,15 +70,16 @@ stage03::Timing TimeMatmulQ(Region& region, const L::Params& p, stage04::Weight 
                                     .rows = rows, .cols = stage04::kDecodeCols}));
   }
   int next = 0;
-  return stage03::Measure(
+  RunCalls(
+      region, p,
       [&] {
         matmul_q(T, xq, matrices[static_cast<size_t>(next)], y, Accumulate::kOverwrite, p.threads);
         next = (next + 1) % copyCount;
       },
-      p.budgetSeconds, {.data = y, .count = static_cast<size_t>(T) * rows});
+      y, static_cast<size_t>(T) * rows);
 }
 
-stage03::Timing TimeBlock(Region& region, const L::Params& p, int set, int T) {
+void TimeBlock(Region& region, const L::Params& p, int set, int T) {
   const unsigned char* at = region.As<L, const unsigned char>(L::kSetMatrices[set]);
   const int shapes[5][2] = {{QKV, D}, {D, D}, {F, D}, {F, D}, {D, F}};  // QuantBlockCall::kMatrices' order
   PackedWeights packed;
@@ -89,14 +99,15 @@ stage03::Timing TimeBlock(Region& region, const L::Params& p, int set, int T) {
                        .wdown = matrices[4]};
   auto out = [&region](L::Buffer b) { return region.Floats<L>(b); };
   auto blocks = [&region](L::Buffer b) { return region.As<L, BlockQ8_0>(b); };
-  return stage03::Measure(
+  RunCalls(
+      region, p,
       [&] {
         quant_block(T, p.threads, w, region.Floats<L>(L::kX), region.Floats<L>(L::kRopeCos),
                     region.Floats<L>(L::kRopeSin), out(L::kNorm1), blocks(L::kNorm1q), out(L::kQkv),
                     out(L::kAttnOut), blocks(L::kAttnOutq), out(L::kResidual1), out(L::kNorm2), blocks(L::kNorm2q),
                     out(L::kHidden), blocks(L::kHiddenq), out(L::kOutput));
       },
-      p.budgetSeconds, {.data = out(L::kOutput), .count = static_cast<size_t>(T) * D});
+      out(L::kOutput), static_cast<size_t>(T) * D);
 }
 
 }  // namespace
@@ -105,23 +116,31 @@ void CallStage(Region& region) {
   region.Bind<L>();
   const L::Params p = region.Params<L>();
   if (p.q8Copies < 1 || p.q4Copies < 1 || p.threads < 1) Fail("the runner laid out no weights to time: rebuild");
-  MapEveryPage(region.As<L, const unsigned char>(L::kQ8Copies),
-               MatrixBytes(stage04::Weight::kQ8_0, stage04::kDecodeRows, stage04::kDecodeCols) * p.q8Copies);
-  MapEveryPage(region.As<L, const unsigned char>(L::kQ4Copies),
-               MatrixBytes(stage04::Weight::kQ4_0, stage04::kDecodeRows, stage04::kDecodeCols) * p.q4Copies);
-  float* timings = region.Floats<L>(L::kTimings);
-  region.BeginCall(0);
+  if (p.measurement < 0 || p.measurement >= stage04::kQuantMeasurementCount || p.calls < 0) {
+    Fail("the runner asked for a measurement the bench does not have: rebuild the workbook");
+  }
   using stage04::Weight;
-  Record(timings, stage04::kDecodeQ8_0, TimeMatmulQ(region, p, Weight::kQ8_0, 1, stage04::kDecodeRows));
-  Record(timings, stage04::kDecodeQ4_0, TimeMatmulQ(region, p, Weight::kQ4_0, 1, stage04::kDecodeRows));
-  Record(timings, stage04::kPrefillQ8_0,
-         TimeMatmulQ(region, p, Weight::kQ8_0, stage04::kPrefillT, stage04::kPrefillRows));
-  Record(timings, stage04::kPrefillQ4_0,
-         TimeMatmulQ(region, p, Weight::kQ4_0, stage04::kPrefillT, stage04::kPrefillRows));
-  for (int set = 0; set < stage04::kBlockSetCount; ++set) {
-    for (size_t i = 0; i < stage04::kBlockTokens.size(); ++i) {
-      Record(timings, stage04::BlockMeasurement(set, static_cast<int>(i)),
-             TimeBlock(region, p, set, stage04::kBlockTokens[i]));
+  region.BeginCall(0);
+  switch (p.measurement) {
+    case stage04::kDecodeQ8_0:
+    case stage04::kDecodeQ4_0: {
+      const Weight type = p.measurement == stage04::kDecodeQ8_0 ? Weight::kQ8_0 : Weight::kQ4_0;
+      MapEveryPage(region.As<L, const unsigned char>(type == Weight::kQ8_0 ? L::kQ8Copies : L::kQ4Copies),
+                   MatrixBytes(type, stage04::kDecodeRows, stage04::kDecodeCols) *
+                       (type == Weight::kQ8_0 ? p.q8Copies : p.q4Copies));
+      TimeMatmulQ(region, p, type, 1, stage04::kDecodeRows);
+      break;
+    }
+    case stage04::kPrefillQ8_0:
+      TimeMatmulQ(region, p, Weight::kQ8_0, stage04::kPrefillT, stage04::kPrefillRows);
+      break;
+    case stage04::kPrefillQ4_0:
+      TimeMatmulQ(region, p, Weight::kQ4_0, stage04::kPrefillT, stage04::kPrefillRows);
+      break;
+    default: {
+      const int block = p.measurement - stage04::kFirstBlockMeasurement;
+      const int perSet = static_cast<int>(stage04::kBlockTokens.size());
+      TimeBlock(region, p, block / perSet, stage04::kBlockTokens[static_cast<size_t>(block % perSet)]);
     }
   }
   region.EndCall();

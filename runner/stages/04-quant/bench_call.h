@@ -4,11 +4,13 @@
 //
 // Contract: the runner lays out, read-only, `q8Copies` copies of a kDecodeRows x kDecodeCols
 // Q8_0 matrix back to back and `q4Copies` of the same matrix in Q4_0, kPrefillT rows of Q8_0
-// activations kDecodeCols wide, and the three weight sets of the block; the child times, on
-// `threads` threads, each of kQuantMeasurementCount measurements (QuantMeasurement's order)
-// with stage 3's Measure (runner/stages/03-fused/bench_timing.h) and writes each timing as
-// kTimingFloats floats (median, fastest, slowest, runs) into kTimings. A measurement at T = 1
-// runs on the next copy each time, so what one run reads the next does not find in the cache.
+// activations kDecodeCols wide, and the three weight sets of the block. A child runs one
+// measurement, `measurement` (QuantMeasurement's order), on `threads` threads: an untimed
+// call, then `calls` calls, each after the harness has cleared the call's output to NaN; with
+// `callsSkipped`, the clearing alone. The runner times the child from outside
+// (runner/stages/bench_engine.h) and reads the output the last call left. A measurement at
+// T = 1 runs on the next copy each time, so what one call reads the next does not find in the
+// cache.
 #pragma once
 
 #include <array>
@@ -16,7 +18,6 @@
 
 #include "quant_call.h"
 #include "runner/isolation/call_layout.h"
-#include "runner/stages/03-fused/bench_timing.h"
 
 namespace wb::stage04 {
 
@@ -47,7 +48,7 @@ constexpr int BlockMeasurement(int set, int tokensIndex) {
 }
 
 struct QuantBenchCall {
-  static constexpr uint32_t kId = LayoutId("04-quant bench v1");
+  static constexpr uint32_t kId = LayoutId("04-quant bench v2");
   enum Buffer : uint32_t {
     // Inputs, read-only: the decode matrices in each type, the activations (kPrefillT rows of
     // kDecodeCols / 32 Q8_0 blocks; T = 1 reads the first), each set's five matrices back to
@@ -58,21 +59,21 @@ struct QuantBenchCall {
     // What the kernels write: matmul_q's y (kPrefillT x kDecodeRows floats), then
     // quant_block's eleven, each sized for kPrefillT rows.
     kY, kNorm1, kNorm1q, kQkv, kAttnOut, kAttnOutq, kResidual1, kNorm2, kNorm2q, kHidden, kHiddenq, kOutput,
-    // kQuantMeasurementCount x kTimingFloats.
-    kTimings,
     kBufferCount
   };
   static constexpr std::array<const char*, kBufferCount> kNames = {
       "q8Copies", "q4Copies",  "activations", "setMatrices0", "setMatrices1", "setMatrices2", "normWeights",
       "x",        "ropeCos",   "ropeSin",     "y",            "norm1",        "norm1q",       "qkv",
       "attnOut",  "attnOutq",  "residual1",   "norm2",        "norm2q",       "hidden",       "hiddenq",
-      "output",   "timings"};
+      "output"};
   static constexpr std::array<Buffer, kBlockSetCount> kSetMatrices = {kSetMatrices0, kSetMatrices1, kSetMatrices2};
   struct Params {
     int32_t threads;
     int32_t q8Copies;
     int32_t q4Copies;
-    float budgetSeconds;  // per measurement
+    int32_t measurement;   // QuantMeasurement
+    int32_t calls;         // timed calls after the untimed one
+    int32_t callsSkipped;  // 1: clear the output `calls` times, call nothing (the start-up child)
     Weight types[kBlockSetCount][5];  // each set's matrices, QuantBlockCall::kMatrices' order
   };
 };

@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_call.h"
-#include "runner/stages/bench_support.h"
+#include "model/files/tensor_types.h"
 #include "reference/block/block_shape.h"
 #include "reference/gen/block_data.h"
 #include "runner/engine/case_verdict.h"
@@ -33,6 +33,8 @@
 #include "runner/engine/crash_description.h"
 #include "runner/isolation/shared_region.h"
 #include "runner/stages/04-quant/stage04_paths.h"
+#include "runner/stages/bench_engine.h"
+#include "runner/stages/bench_support.h"
 
 namespace wb::stage04 {
 // The runner is a unity build: this file's helpers live in a namespace of their own, so no
@@ -74,9 +76,6 @@ Plan MakePlan(const CacheSize& cache) {
 }
 
 // --- timings ---------------------------------------------------------------------------------
-Timing FromFloats(const float* f) {
-  return {.median = f[0], .fastest = f[1], .slowest = f[2], .runs = static_cast<int>(f[3])};
-}
 Timing FromYardstick(const json& j) {
   return {.median = j.at("median").get<double>(), .fastest = j.at("fastest").get<double>(),
           .slowest = j.at("slowest").get<double>(), .runs = j.at("runs").get<int>()};
@@ -191,7 +190,6 @@ Expected<SharedRegion> LayOutRegion(const QuantWeightSets& sets, const Plan& pla
   sizes[L::kHidden] = {rows * F, shm::kWritable};
   for (L::Buffer b : {L::kNorm1q, L::kAttnOutq, L::kNorm2q}) sizes[b] = BufferSize::Bytes(rows * D / 32 * q8, shm::kWritable);
   sizes[L::kHiddenq] = BufferSize::Bytes(rows * F / 32 * q8, shm::kWritable);
-  sizes[L::kTimings] = {size_t{kQuantMeasurementCount} * stage03::kTimingFloats, shm::kWritable};
   auto created = SharedRegion::Create<L>(sizes);
   if (!created.ok()) return created.error();
   SharedRegion& region = *created;
@@ -235,48 +233,116 @@ struct ChildTimings {
   std::string failure;  // why the child's figures are not used; "" when they are
 };
 
+// matmul_q's output at T rows of `activations` on the first copy of a decode matrix (the
+// measurement's last call read the copy its call count led to, and every copy holds the same
+// matrix), checked at a sample of its elements against the same sums in double: each block's
+// integer dot product is exact, and the float kernel's rounding of the block sums (kDecodeCols /
+// 32 of them, each a product of two halves and an integer) is far inside 1e-4 of their magnitude.
+std::string CheckMatmulQSample(std::span<const float> y, Weight type, std::span<const unsigned char> copy,
+                               std::span<const unsigned char> activations, int T, int rows) {
+  constexpr int kSamples = 64;
+  const size_t rowBytes = (kDecodeCols / 32) * BlockBytes(type);
+  const size_t activationRowBytes = (kDecodeCols / 32) * BlockBytes(Weight::kQ8_0);
+  const TensorType tensorType = type == Weight::kQ4_0 ? TensorType::kQ4_0 : TensorType::kQ8_0;
+  std::vector<float> w(kDecodeCols), x(kDecodeCols);
+  for (int k = 0; k < kSamples; ++k) {
+    const int t = static_cast<int>((static_cast<int64_t>(k) * 7919) % T);
+    const int o = static_cast<int>((static_cast<int64_t>(k) * 104729) % rows);
+    const auto asBytes = [](std::span<const unsigned char> b) { return std::as_bytes(b); };
+    if (!DequantizeRow(tensorType, asBytes(copy.subspan(size_t(o) * rowBytes, rowBytes)), w).ok() ||
+        !DequantizeRow(TensorType::kQ8_0, asBytes(activations.subspan(size_t(t) * activationRowBytes, activationRowBytes)),
+                       x)
+             .ok()) {
+      return "the bench could not read back its own blocks: this is a bug in the workbook";
+    }
+    double sum = 0, magnitude = 0;
+    for (int i = 0; i < kDecodeCols; ++i) {
+      sum += double(w[size_t(i)]) * double(x[size_t(i)]);
+      magnitude += std::fabs(double(w[size_t(i)]) * double(x[size_t(i)]));
+    }
+    const double got = y[size_t(t) * size_t(rows) + size_t(o)];
+    if (!(std::fabs(got - sum) <= 1e-4 * magnitude + 1e-30)) {
+      return fmt::format("the timed call's output at row {}, column {} is {}, where the product is {:.7g}: the bench "
+                         "checks a sample of what the timed calls write, and this one is wrong",
+                         t, o, got, sum);
+    }
+  }
+  return "";
+}
+
+// The first `measurements` of QuantMeasurement's, each timed from outside: a child per batch.
 Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets& sets, const Plan& plan, int threads,
-                                     double budget, const StageContext& context) {
-  L::Params params{.threads = threads, .q8Copies = plan.q8Copies, .q4Copies = plan.q4Copies,
-                   .budgetSeconds = static_cast<float>(budget), .types = {}};
+                                     double budget, const StageContext& context,
+                                     int measurements = kQuantMeasurementCount) {
+  L::Params params{.threads = threads, .q8Copies = plan.q8Copies, .q4Copies = plan.q4Copies, .measurement = 0,
+                   .calls = 0, .callsSkipped = 0, .types = {}};
   for (int s = 0; s < kBlockSetCount; ++s) {
     const QuantWeightSet& set = sets.at(kBlockSets[s]);
     for (size_t m = 0; m < set.matrices.size(); ++m) params.types[s][m] = set.matrices[m].type;
   }
-  region.SetParams<L>(params);
-  region.PoisonOutputs();
   ChildLimits limits = context.limits;
-  // Ten measurements, each a budget plus a warm-up and at least three runs of a kernel that
-  // may be slow: generous, as stage 3's five are.
-  limits.wallSeconds = 300 + kQuantMeasurementCount * budget;
-  // Room for one type's copies packed at a time (the optional step: each measurement packs the
-  // copies it times, and frees them after).
+  limits.wallSeconds = BatchWallSeconds(budget);
+  limits.resumeStops = true;  // the child stops when its timed calls begin: the runner's clock starts there
+  // Room for one type's copies packed (the optional step: the measurement packs the copies it
+  // times).
   if (limits.memoryBytes > 0) {
     limits.memoryBytes += std::max(plan.q8Copies * MostPackedBytes(DecodeBytes(Weight::kQ8_0)),
                                    plan.q4Copies * MostPackedBytes(DecodeBytes(Weight::kQ4_0)));
   }
-  auto ran = RunInChild(context.harness, region, limits);
-  if (!ran.ok()) return ran.error();
   ChildTimings result;
-  if (ran->ending != ChildOutcome::Ending::kReturned) {
-    result.failure = DescribeEnding(*ran, region, "the bench", limits.wallSeconds, limits.memoryBytes);
-    if (const std::string output = ChildOutputText(*ran); !output.empty()) result.failure += "\n" + output;
-    return result;
-  }
-  const std::span<const float> t = region.Floats<L>(L::kTimings);
-  for (int m = 0; m < kQuantMeasurementCount; ++m) {
-    result.timings[m] = FromFloats(t.data() + static_cast<size_t>(m) * stage03::kTimingFloats);
-    if (const char* refusal = stage03::TimingRefusal(result.timings[m])) {
-      result.failure = fmt::format("{}: {}.", MeasurementName(m), refusal);
+  for (int m = 0; m < measurements; ++m) {
+    const bool matmul = m < kFirstBlockMeasurement;
+    const Weight type = m == kDecodeQ4_0 || m == kPrefillQ4_0 ? Weight::kQ4_0 : Weight::kQ8_0;
+    const int T = m == kDecodeQ8_0 || m == kDecodeQ4_0 ? 1
+                  : matmul                             ? kPrefillT
+                                                       : kBlockTokens[size_t((m - kFirstBlockMeasurement) %
+                                                                             int(kBlockTokens.size()))];
+    const int rows = m == kDecodeQ8_0 || m == kDecodeQ4_0 ? kDecodeRows : kPrefillRows;
+    const L::Buffer evidence = matmul ? L::kY : L::kOutput;
+    const size_t evidenceCount = size_t(T) * (matmul ? size_t(rows) : size_t(ref::Stage1Shape().model));
+    std::vector<float> first;  // what the first batch's last call wrote
+    RunBatch batch = [&](int calls, bool callsSkipped) -> Expected<BatchRun> {
+      params.measurement = m;
+      params.calls = calls;
+      params.callsSkipped = callsSkipped ? 1 : 0;
+      region.SetParams<L>(params);
+      region.PoisonOutputs();
+      auto ran = RunInChild(context.harness, region, limits);
+      if (!ran.ok()) return ran.error();
+      BatchRun r{.seconds = ran->timedSeconds, .failure = ""};
+      if (ran->ending != ChildOutcome::Ending::kReturned) {
+        r.failure = MeasurementName(m) + ": " +
+                    DescribeEnding(*ran, region, "the bench", limits.wallSeconds, limits.memoryBytes);
+        if (const std::string output = ChildOutputText(*ran); !output.empty()) r.failure += "\n" + output;
+        return r;
+      }
+      if (ran->timedSeconds < 0) {
+        r.failure = "the bench's child ended without starting its timed calls: this is a bug in the workbook";
+        return r;
+      }
+      if (callsSkipped) return r;
+      const std::span<const float> wrote = region.Floats<L>(evidence).first(evidenceCount);
+      if (first.empty()) {
+        first.assign(wrote.begin(), wrote.end());
+        if (matmul) {
+          const std::string wrong =
+              CheckMatmulQSample(wrote, type, region.Bytes<L>(type == Weight::kQ4_0 ? L::kQ4Copies : L::kQ8Copies),
+                                 region.Bytes<L>(L::kActivations), T, rows);
+          if (!wrong.empty()) r.failure = MeasurementName(m) + ": " + wrong + ".";
+        }
+      } else if (!std::ranges::equal(first, wrote,
+                                     [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; })) {
+        r.failure = fmt::format("{}: {}.", MeasurementName(m), kSkippedWorkText);
+      }
+      return r;
+    };
+    auto timed = TimeCallsFromOutside(batch, budget);
+    if (!timed.ok()) return timed.error();
+    if (!timed->failure.empty()) {
+      result.failure = timed->failure;
       break;
     }
-    if (!Sound(result.timings[m])) {
-      // Measure cannot produce it: the timings buffer was overwritten (by a write out of bounds).
-      result.failure = fmt::format("the timing of {} came back as {} runs, median {} s, which no measurement gives: "
-                                   "was something written past the end of a buffer?",
-                                   MeasurementName(m), result.timings[m].runs, result.timings[m].median);
-      break;
-    }
+    result.timings[m] = timed->timing;
   }
   return result;
 }
@@ -759,7 +825,8 @@ Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, 
       StageContext versionContext = context;
       versionContext.limits.kernelVersion = name;
       for (int t = 0; t < 2; ++t) {
-        auto child = RunBenchChild(*region, sets, plan, kThreadCounts[t], budget, versionContext);
+        auto child = RunBenchChild(*region, sets, plan, kThreadCounts[t], budget, versionContext,
+                                   kDecodeQ4_0 + 1);  // the two decode measurements
         if (!child.ok()) return child.error();
         if (!child->failure.empty()) return InternalError("a solution version failed while timed: " + child->failure);
         v.decode[t] = {child->timings[kDecodeQ8_0], child->timings[kDecodeQ4_0]};

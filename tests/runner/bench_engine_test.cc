@@ -1,0 +1,99 @@
+// The bench engine's outside timing (runner/stages/bench_engine.h), on simulated children: each
+// child's time is a start-up plus its calls, as a real one's is, and the engine must take the
+// start-up off, size the batch to the budget, and stop at the first child whose figures cannot
+// be used. That real children are timed this way is the bench tests' (fused_cli_test,
+// quant_bench_test, bench_cheats_test).
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "runner/stages/bench_engine.h"
+
+// A namespace of its own: the folder's test files compile as one unity build.
+namespace bench_engine_test {
+
+namespace {
+
+struct Child {
+  int calls;
+  bool skipped;
+};
+
+// A simulated child: `startup` seconds, plus `perCall` a call unless the calls are skipped;
+// every child it was asked for is kept, in order.
+struct Simulation {
+  double startup = 0.010;
+  double perCall = 0.001;
+  std::vector<Child> asked;
+  int failOnChild = -1;  // this child (0-based) reports a failure
+  wb::RunBatch Runner() {
+    return [this](int calls, bool skipped) -> wb::Expected<wb::BatchRun> {
+      const int index = static_cast<int>(asked.size());
+      asked.push_back({calls, skipped});
+      wb::BatchRun run{.seconds = startup + (skipped ? 0.0 : calls * perCall), .failure = ""};
+      if (index == failOnChild) run.failure = "planted: this child's output is wrong";
+      return run;
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a call's time is the batch's less the start-up, over its calls") {
+  Simulation sim;
+  auto timed = wb::TimeCallsFromOutside(sim.Runner(), 0.2);
+  REQUIRE(timed.ok());
+  REQUIRE(timed->failure.empty());
+  CHECK(timed->timing.median == doctest::Approx(0.001).epsilon(1e-9));
+  CHECK(timed->timing.fastest == doctest::Approx(0.001).epsilon(1e-9));
+  CHECK(timed->timing.slowest == doctest::Approx(0.001).epsilon(1e-9));
+  // The last children: kBatchesTimed batches of the final size, then as many skipped.
+  const int calls = sim.asked.back().calls;
+  CHECK(timed->timing.runs == calls * wb::kBatchesTimed);
+  // The batch was grown until its calls fill at least half the budget.
+  CHECK(calls * sim.perCall >= 0.1 - sim.startup);
+  int skipped = 0;
+  for (const Child& c : sim.asked) skipped += c.skipped ? 1 : 0;
+  CHECK(skipped == wb::kBatchesTimed);
+  CHECK(sim.asked.front().calls == 1);
+  CHECK_FALSE(sim.asked.front().skipped);
+}
+
+TEST_CASE("growth is at most a hundredfold a round, and stops at the most calls a batch") {
+  Simulation sim;
+  sim.perCall = 1e-9;  // a call far below the start-up's noise
+  sim.startup = 0;
+  auto timed = wb::TimeCallsFromOutside(sim.Runner(), 0.5);
+  REQUIRE(timed.ok());
+  REQUIRE(timed->failure.empty());
+  for (size_t i = 1; i < sim.asked.size(); ++i) {
+    if (!sim.asked[i].skipped && !sim.asked[i - 1].skipped) CHECK(sim.asked[i].calls <= 100 * sim.asked[i - 1].calls);
+  }
+  CHECK(sim.asked.back().calls <= wb::kMostCallsInBatch);
+}
+
+TEST_CASE("a child whose figures cannot be used ends the measurement, with its words and no figure") {
+  for (int failing : {0, 1, 4}) {
+    CAPTURE(failing);
+    Simulation sim;
+    sim.failOnChild = failing;
+    auto timed = wb::TimeCallsFromOutside(sim.Runner(), 0.05);
+    REQUIRE(timed.ok());
+    CHECK(timed->failure == "planted: this child's output is wrong");
+    CHECK(timed->timing.runs == 0);
+    CHECK(static_cast<int>(sim.asked.size()) == failing + 1);
+  }
+}
+
+TEST_CASE("a batch no longer than the fastest start-up counts a nanosecond a call, never less") {
+  Simulation sim;
+  sim.perCall = 0;
+  auto timed = wb::TimeCallsFromOutside(sim.Runner(), 0.001);
+  REQUIRE(timed.ok());
+  REQUIRE(timed->failure.empty());
+  CHECK(timed->timing.median == doctest::Approx(1e-9));
+  CHECK(timed->timing.fastest > 0);
+}
+
+}  // namespace bench_engine_test
