@@ -11,6 +11,7 @@ namespace wb {
 double BatchWallSeconds(double budgetSeconds) { return 120 + 20 * budgetSeconds; }
 
 Expected<OutsideTiming> TimeCallsFromOutside(const RunBatch& run, double budgetSeconds) {
+  const double batchSeconds = budgetSeconds / kBatchesTimed;
   OutsideTiming result;
   // One child; nullopt (with result.failure set) when its figures cannot be used.
   auto once = [&](int calls, bool callsSkipped) -> Expected<std::optional<double>> {
@@ -23,30 +24,46 @@ Expected<OutsideTiming> TimeCallsFromOutside(const RunBatch& run, double budgetS
     return std::optional<double>{ran->seconds};
   };
 
-  // Size the batch: grow the calls until the batch takes at least half the budget. The batch's
-  // own time stands for its calls' here (it also holds the exit, which only makes the sizing
-  // err on the side of fewer calls).
+  // What a child costs besides its calls (the clearing before each, its exit): a first child
+  // with its one call skipped. The sizing takes it off each batch's time.
+  auto fixed = once(1, true);
+  if (!fixed.ok()) return fixed.error();
+  if (!*fixed) return result;
+  const double fixedSeconds = **fixed;
+
+  // Size the batch: grow the calls until their work fills at least half the batch's share, and
+  // is at least kLeastCallsInBatch calls (so that work a child leaves undone after its first
+  // timed call shows), unless one call outlasts the whole budget: that one is timed once.
   int calls = 1;
+  int batchesWanted = kBatchesTimed;
   std::vector<double> batches, startups;
   for (int round = 0;; ++round) {
     auto batch = once(calls, false);
     if (!batch.ok()) return batch.error();
     if (!*batch) return result;
     const double seconds = **batch;
-    if (seconds >= budgetSeconds / 2 || calls >= kMostCallsInBatch || round + 1 >= kMostSizingRounds) {
+    const double work = std::max(seconds - fixedSeconds, 0.0);
+    if (calls == 1 && work >= budgetSeconds) {
+      batches.push_back(seconds);
+      batchesWanted = 1;
+      break;
+    }
+    if ((work >= batchSeconds / 2 && calls >= kLeastCallsInBatch) || calls >= kMostCallsInBatch ||
+        round + 1 >= kMostSizingRounds) {
       batches.push_back(seconds);  // the first timed batch
       break;
     }
-    const double wanted = seconds > 0 ? std::ceil(budgetSeconds * calls / seconds) : INFINITY;
+    const double wanted = work > 0 ? std::ceil(batchSeconds * calls / work) : INFINITY;
     calls = static_cast<int>(std::min(std::clamp(wanted, 2.0 * calls, 100.0 * calls), double(kMostCallsInBatch)));
   }
-  while (static_cast<int>(batches.size()) < kBatchesTimed) {
+  if (calls == 1) startups.push_back(fixedSeconds);  // the first child was this size
+  while (static_cast<int>(batches.size()) < batchesWanted) {
     auto batch = once(calls, false);
     if (!batch.ok()) return batch.error();
     if (!*batch) return result;
     batches.push_back(**batch);
   }
-  while (static_cast<int>(startups.size()) < kBatchesTimed) {
+  while (static_cast<int>(startups.size()) < batchesWanted) {
     auto startup = once(calls, true);
     if (!startup.ok()) return startup.error();
     if (!*startup) return result;

@@ -12,9 +12,12 @@
 // caller checks that, against the first batch's output and, for a kernel, a sample of it
 // against the reference).
 //
-// TimeCallsFromOutside finds how many calls fill a batch of at least half of `budgetSeconds`
-// (starting from one, growing at most a hundredfold a round), runs kBatchesTimed batches of
-// that many calls, then as many of the children with the calls skipped. A call's time is
+// TimeCallsFromOutside spends `budgetSeconds` on the timed batches together. A first child with
+// its one call skipped says what a child costs besides its calls; then it finds how many calls
+// (at least kLeastCallsInBatch) do work for at least half of a batch's share, budgetSeconds /
+// kBatchesTimed (starting from one, growing at most a hundredfold a round), runs kBatchesTimed
+// batches of that many calls, then as many of the children with the calls skipped (one of each
+// when a single call outlasts the whole budget: it is timed once). A call's time is
 // (batch - the fastest skipped one) / calls: the median over the batches is the figure, the
 // fastest and slowest its spread; runs is the number of timed calls. A busy machine only
 // lengthens a child, so the fastest skipped one is the least disturbed. Any child's failure
@@ -36,6 +39,7 @@ struct BatchRun {
 using RunBatch = std::function<Expected<BatchRun>(int calls, bool callsSkipped)>;
 
 inline constexpr int kBatchesTimed = 3;
+inline constexpr int kLeastCallsInBatch = 2;
 inline constexpr int kMostCallsInBatch = 1 << 20;
 inline constexpr int kMostSizingRounds = 8;
 

@@ -30,6 +30,18 @@ TABLE = re.compile(r"(<!-- bench-table: ([\w.-]+) -->\n)(.*?)(<!-- /bench-table 
 FIGURE = re.compile(r"<!--fig:([\w.+-]+)-->([0-9][0-9,]*(?:\.[0-9]+)?)")
 
 
+S4_BEFORE = "Medians of each measurement's runs."
+
+
+def medians(bench, before):
+    """How the caption says the figures were taken: a report from a bench that timed the
+    solution from outside its child says so (its "timed_from")."""
+    if bench.get("timed_from") == "outside":
+        return ("Each figure the median of three batches of calls, timed by the runner's clock from outside "
+                "the child that ran them.")
+    return before
+
+
 def load(root, stage, variant=""):
     path = root / "docs" / "figures" / f"stage{stage:02d}{variant}-bench.json"
     try:
@@ -111,7 +123,7 @@ def stage3(b, fig):
     fig["s3.cache_mib"] = f"{b['cache']['bytes'] / 2**20:.0f}"
     fig["s3.probe_mib"] = f"{b['probe']['read_bytes'] / 2**20:.0f}"
     out = [f"**Table 3.1 — `matmul` and `fused_block`, T = 512, the solution.** {caption(b, S3_COMMAND)} "
-           f"Medians. The probe: an FMA peak of {peak[0]:.1f} GFLOP/s on one thread and {peak[1]:.1f} on two, "
+           f"{medians(b, 'Medians.')} The probe: an FMA peak of {peak[0]:.1f} GFLOP/s on one thread and {peak[1]:.1f} on two, "
            f"and a read bandwidth of {bw[0]:.1f} and {bw[1]:.1f} GB/s. \"% of peak\" is of the FMA peak on one "
            "thread; \"× stage 1\" is the speed over stage 1's loop order; \"× OpenBLAS\" is OpenBLAS's time "
            "over the solution's (above 1, the solution is faster).", "",
@@ -207,7 +219,7 @@ def stage4(b, fig):
     mib = probe[1]["buffer_bytes"] / 2**20
     fig["s4.cache_mib"], fig["s4.probe_mib"] = f"{b['cache']['bytes'] / 2**20:.0f}", f"{mib:.0f}"
     out = [f"**Table 4.1 — `matmul_q` at T = 1, 14336 × 4096, the solution.** {caption(b, S4_COMMAND)} "
-           f"Medians of each measurement's runs. The probe read {mib:.0f} MiB at "
+           f"{medians(b, S4_BEFORE)} The probe read {mib:.0f} MiB at "
            f"{fig['s4.probe.t1.before']} GB/s on one thread before the kernels and {fig['s4.probe.t1.after']} "
            f"after, and at {fig['s4.probe.t2.before']} and {fig['s4.probe.t2.after']} GB/s on two; "
            "\"% of probe\" is of the mean of the two readings at the same thread count. \"× stage 3 float\" "

@@ -15,15 +15,15 @@ The student's code is linked into the program it runs in, so it can try two thin
   - compute right while it is checked and wrong while it is timed: stage 3's matmul, right on
     its first call at the bench's qkv shape and zeros after, caught by the bench's sample of
     the first timed call's output against the reference.
-Each is planted in a copy of the solutions and benched. Stages 3 and 4 time their children
+Each is planted in a copy of the solutions and benched. Stages 2, 3 and 4 time their children
 from outside, by the runner's clock (runner/stages/bench_engine.h), and check what the last
-timed call wrote: skipped work is refused there, and a fake clock changes nothing, so the bench
-must measure and print its table (with no figure above the machine's roof, which it would
-refuse). Stages 2 and 5 time inside the program: there the fake clock is refused
-(runner/stages/03-fused/bench_timing.h; stage 5's logits are cleared before each call by
-generate's own check; stage 2's checks call decoder_step many times in one process, so there a
-file that counts calls fails its checks first). A refused bench must exit 1, print no table,
-and say which refusal it is. The copy as it is, checked first, passes: so the cheats are what
+timed call wrote: skipped work is refused there (in stages 3 and 4; stage 2's checks call
+decoder_step many times in one process, so there a file that counts calls fails its checks
+first), and a fake clock changes nothing, so the bench must measure and print its table (with
+no figure above the machine's roof, which stages 3 and 4 would refuse). Stage 5 times inside
+the generate program: there the fake clock is refused (runner/generate; its logits are cleared
+before each call by generate's own check). A refused bench must exit 1, print no table, and
+say which refusal it is. The copy as it is, checked first, passes: so the cheats are what
 is refused.
 """
 import os, re, shutil, subprocess, sys, tempfile
@@ -89,7 +89,7 @@ def main():
     workbook, source = sys.argv[1], sys.argv[2]
     failures = []
     plants = [
-        ("2", "02-kv-cache", "decode.cc", lambda text: text + FAKE_CLOCK, CLOCK, ["--contexts", "64"]),
+        ("2", "02-kv-cache", "decode.cc", lambda text: text + FAKE_CLOCK, MEASURED, ["--contexts", "64"]),
         ("3", "03-fused", "fused.cc", after_signature("float* norm2, float* hidden, float* output) {\n"), SKIPPED,
          ["--tokens", "16"]),
         ("3", "03-fused", "fused.cc", lambda text: text + FAKE_CLOCK, MEASURED, ["--tokens", "16"]),

@@ -51,13 +51,16 @@ TEST_CASE("a call's time is the batch's less the start-up, over its calls") {
   // The last children: kBatchesTimed batches of the final size, then as many skipped.
   const int calls = sim.asked.back().calls;
   CHECK(timed->timing.runs == calls * wb::kBatchesTimed);
-  // The batch was grown until its calls fill at least half the budget.
-  CHECK(calls * sim.perCall >= 0.1 - sim.startup);
+  // The batch was grown until it fills at least half its share of the budget.
+  CHECK(sim.startup + calls * sim.perCall >= 0.2 / wb::kBatchesTimed / 2);
   int skipped = 0;
   for (const Child& c : sim.asked) skipped += c.skipped ? 1 : 0;
-  CHECK(skipped == wb::kBatchesTimed);
-  CHECK(sim.asked.front().calls == 1);
-  CHECK_FALSE(sim.asked.front().skipped);
+  CHECK(skipped == wb::kBatchesTimed + 1);  // the first child, then one beside each batch
+  REQUIRE(sim.asked.size() >= 2);
+  CHECK(sim.asked[0].calls == 1);
+  CHECK(sim.asked[0].skipped);
+  CHECK(sim.asked[1].calls == 1);
+  CHECK_FALSE(sim.asked[1].skipped);
 }
 
 TEST_CASE("growth is at most a hundredfold a round, and stops at the most calls a batch") {
@@ -84,6 +87,31 @@ TEST_CASE("a child whose figures cannot be used ends the measurement, with its w
     CHECK(timed->timing.runs == 0);
     CHECK(static_cast<int>(sim.asked.size()) == failing + 1);
   }
+}
+
+TEST_CASE("one call longer than the whole budget is timed once, beside one start-up") {
+  Simulation sim;
+  sim.perCall = 2.0;
+  auto timed = wb::TimeCallsFromOutside(sim.Runner(), 1.0);
+  REQUIRE(timed.ok());
+  REQUIRE(timed->failure.empty());
+  REQUIRE(sim.asked.size() == 2);  // the first child, calls skipped, is the start-up beside it
+  CHECK(sim.asked[0].skipped);
+  CHECK(sim.asked[1].calls == 1);
+  CHECK_FALSE(sim.asked[1].skipped);
+  CHECK(timed->timing.runs == 1);
+  CHECK(timed->timing.median == doctest::Approx(2.0));
+}
+
+TEST_CASE("a batch has at least two calls unless one outlasts the budget") {
+  Simulation sim;
+  sim.startup = 0.001;
+  sim.perCall = 0.3;  // half a batch's share of 1.2 s in one call, but less than the budget
+  auto timed = wb::TimeCallsFromOutside(sim.Runner(), 1.2);
+  REQUIRE(timed.ok());
+  REQUIRE(timed->failure.empty());
+  CHECK(sim.asked.back().calls == wb::kLeastCallsInBatch);
+  CHECK(timed->timing.runs == wb::kLeastCallsInBatch * wb::kBatchesTimed);
 }
 
 TEST_CASE("a batch no longer than the fastest start-up counts a nanosecond a call, never less") {

@@ -76,7 +76,12 @@ TEST_CASE("bench 3 --solutions prints every figure, against OpenBLAS at its best
     CHECK(Positive(row["percent_of_peak"]));
     CHECK(Positive(row["ratio_to_openblas"]));
     CHECK(Positive(row["ratio_to_stage1"]));
-    CHECK(row["time"]["runs"].get<int>() >= 3);
+    // At least 3 calls (three batches), or one call that outlasted the tiny budget, timed once.
+    if (row["time"]["runs"].get<int>() == 1) {
+      CHECK(row["time"]["fastest_seconds"].get<double>() == row["time"]["slowest_seconds"].get<double>());
+    } else {
+      CHECK(row["time"]["runs"].get<int>() >= 3);
+    }
     CHECK(row["time"]["fastest_seconds"].get<double>() <= row["time"]["median_seconds"].get<double>());
     CHECK(row["time"]["median_seconds"].get<double>() <= row["time"]["slowest_seconds"].get<double>());
   }

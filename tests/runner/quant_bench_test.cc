@@ -35,11 +35,16 @@ namespace {
 
 std::filesystem::path Scratch(const std::string& name) { return wbtest::Scratch("quant-bench", name); }
 
-// A timing as the bench reports it: Measure's median of at least 3 runs, between its fastest
-// and its slowest.
+// A timing as the bench reports it: a median between its fastest and its slowest, of at least 3
+// runs (the yardstick's Measure; the bench engine's batches, runner/stages/bench_engine.h), or
+// of one call that outlasted the whole budget (this test's budget is tiny), timed once.
 void CheckTiming(const json& time) {
   CAPTURE(time.dump());
-  CHECK(time["runs"].get<int>() >= 3);
+  if (time["runs"].get<int>() == 1) {
+    CHECK(time["fastest_seconds"].get<double>() == time["slowest_seconds"].get<double>());
+  } else {
+    CHECK(time["runs"].get<int>() >= 3);
+  }
   CHECK(Positive(time["fastest_seconds"]));
   CHECK(time["fastest_seconds"].get<double>() <= time["median_seconds"].get<double>());
   CHECK(time["median_seconds"].get<double>() <= time["slowest_seconds"].get<double>());

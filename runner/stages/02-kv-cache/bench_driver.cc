@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -11,7 +13,7 @@
 #include "runner/engine/case_verdict.h"
 #include "runner/engine/crash_description.h"
 #include "runner/isolation/shared_region.h"
-#include "runner/stages/03-fused/bench_timing.h"
+#include "runner/stages/bench_engine.h"
 
 namespace wb::stage02 {
 namespace {
@@ -55,7 +57,8 @@ Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& o
   std::printf("Stage 2 bench: the time to produce one more token at context length L\n");
   std::printf("  decode step: decoder_step(n=1, pos=L-1), which reads L-1 cached rows\n");
   std::printf("  recompute:   decoder_step(n=L, pos=0), the whole sequence again, as without a cache\n");
-  std::printf("  each time is the median of its runs; both in one child process, on the same weights\n\n");
+  std::printf("  each time is the median of three batches of calls, each batch a child process timed by the\n"
+              "  runner's clock from outside; runs counts the timed calls\n\n");
   std::printf("%8s  %12s %5s  %12s %5s  %10s\n", "context", "decode step", "runs", "recompute", "runs", "ratio");
   std::fflush(stdout);
   for (int length : contexts) {
@@ -70,7 +73,6 @@ Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& o
       sizes[BenchLayout::kNorm1 + ref::Index(c)] = {static_cast<size_t>(length) * ref::CheckpointWidth(c, shape),
                                           shm::kWritable};
     }
-    sizes[BenchLayout::kTimings] = {BenchLayout::kTimingFloats, shm::kWritable};
     auto created = SharedRegion::Create<BenchLayout>(sizes);
     if (!created.ok()) return created.error();
     SharedRegion& region = *created;
@@ -81,28 +83,53 @@ Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& o
     std::ranges::copy(ropeSin, region.Floats<BenchLayout>(BenchLayout::kRopeSin).begin());
     std::ranges::copy(kCache, region.Floats<BenchLayout>(BenchLayout::kKCache).begin());
     std::ranges::copy(vCache, region.Floats<BenchLayout>(BenchLayout::kVCache).begin());
-    region.SetParams<BenchLayout>({.context = length, .budgetSeconds = static_cast<float>(budget)});
 
     ChildLimits limits = context.limits;
-    limits.wallSeconds = 4 * budget + 60;  // two measurements, each a budget and one more run
-    auto ran = RunInChild(context.harness, region, limits);
-    if (!ran.ok()) return ran.error();
-    if (ran->ending != ChildOutcome::Ending::kReturned) {
-      std::printf("%8d  %s\n", length,
-                  DescribeEnding(*ran, region, context.stage->function, limits.wallSeconds, limits.memoryBytes).c_str());
-      if (const std::string output = ChildOutputText(*ran); !output.empty()) std::printf("%s\n", output.c_str());
-      return 1;
-    }
-    const auto t = region.Floats<BenchLayout>(BenchLayout::kTimings);
-    for (const int runs : {1, 3}) {
-      const stage03::Timing refused{.median = 0, .fastest = 0, .slowest = 0, .runs = static_cast<int>(t[runs])};
-      if (const char* refusal = stage03::TimingRefusal(refused)) {
-        std::printf("%8d  %s: %s.\n", length, runs == 1 ? "decode step" : "recompute", refusal);
+    limits.wallSeconds = BatchWallSeconds(budget);
+    limits.resumeStops = true;  // the child stops when its timed calls begin: the runner's clock starts there
+    CallTiming timings[2];
+    for (const BenchLayout::Measurement m : {BenchLayout::kDecodeStep, BenchLayout::kRecompute}) {
+      const char* what = m == BenchLayout::kDecodeStep ? "decode step" : "recompute";
+      std::vector<float> first;  // what the first batch's last call wrote
+      RunBatch batch = [&](int calls, bool callsSkipped) -> Expected<BatchRun> {
+        const BenchLayout::Params params{
+            .context = length, .measurement = m, .calls = calls, .callsSkipped = callsSkipped ? 1 : 0};
+        region.SetParams<BenchLayout>(params);
+        auto ran = RunInChild(context.harness, region, limits);
+        if (!ran.ok()) return ran.error();
+        BatchRun r{.seconds = ran->timedSeconds, .failure = ""};
+        if (ran->ending != ChildOutcome::Ending::kReturned) {
+          r.failure = DescribeEnding(*ran, region, context.stage->function, limits.wallSeconds, limits.memoryBytes);
+          if (const std::string output = ChildOutputText(*ran); !output.empty()) r.failure += "\n" + output;
+          return r;
+        }
+        if (ran->timedSeconds < 0) {
+          r.failure = "the bench's child ended without starting its timed calls: this is a bug in the workbook";
+          return r;
+        }
+        if (callsSkipped) return r;
+        const std::span<const float> wrote = region.Floats<BenchLayout>(BenchLayout::kOutput)
+                                                 .first(static_cast<size_t>(BenchLayout::OutputRows(params)) * shape.model);
+        if (first.empty()) {
+          first.assign(wrote.begin(), wrote.end());
+        } else if (!std::ranges::equal(first, wrote,
+                                       [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; })) {
+          r.failure = fmt::format("{}: {}.", what, kSkippedWorkText);
+        }
+        return r;
+      };
+      auto timed = TimeCallsFromOutside(batch, budget);
+      if (!timed.ok()) return timed.error();
+      if (!timed->failure.empty()) {
+        std::printf("%8d  %s\n", length, timed->failure.c_str());
         return 1;
       }
+      timings[m] = timed->timing;
     }
-    std::printf("%8d  %12s %5.0f  %12s %5.0f  %9.0fx\n", length, Duration(t[0]).c_str(), t[1], Duration(t[2]).c_str(),
-                t[3], t[2] / t[0]);
+    const CallTiming& step = timings[BenchLayout::kDecodeStep];
+    const CallTiming& again = timings[BenchLayout::kRecompute];
+    std::printf("%8d  %12s %5d  %12s %5d  %9.0fx\n", length, Duration(step.median).c_str(), step.runs,
+                Duration(again.median).c_str(), again.runs, again.median / step.median);
     std::fflush(stdout);
   }
   return 0;

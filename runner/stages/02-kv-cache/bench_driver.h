@@ -1,9 +1,10 @@
 // `bench 2`: what a KV cache buys, measured on the implementation that was just validated.
 //
-// Contract: for each context length L (default 512 and 4096) one bench child (bench_call.cc,
-// built from the student's file or the solution) times a decode step at position L - 1
-// against recomputing all L tokens, both with the same decoder_step on the same weights, and
-// this prints the row as soon as the child returns. A context outside 1..MAX_T is a usage
+// Contract: for each context length L (default 512 and 4096) the bench children (bench_call.cc,
+// built from the student's file or the solution) time a decode step at position L - 1
+// against recomputing all L tokens, both with the same decoder_step on the same weights, timed
+// from outside by the runner's clock (runner/stages/bench_engine.h: the budget, --budget or
+// 6 s, is each measurement's), and this prints the row as soon as both are measured. A context outside 1..MAX_T is a usage
 // error; a child that crashes, hangs or exits is reported as the student's code failing.
 #pragma once
 

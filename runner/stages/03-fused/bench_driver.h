@@ -9,11 +9,13 @@
 //   OpenBLAS at its best: the yardstick is started once per OPENBLAS_CORETYPE this CPU can
 //     run, and the fastest core type (by a 512 x 768 x 512 sgemm) times every OpenBLAS figure;
 //   for each T and threads 1 and 2: the student's matmul at the block's four projection
-//     shapes and fused_block (the bench child), cblas_sgemm at the same shapes, a block made
+//     shapes and fused_block (the bench children, timed from outside: runner/stages/
+//     bench_engine.h; the matmul outputs checked at a sample against double sums), cblas_sgemm
+//     at the same shapes, a block made
 //     of cblas_sgemm calls around the solution's attention, stage 1's loop order at the four
 //     shapes and the stage-1 solution's decoder_block (one thread);
-//   with `solutions`, the solution's matmul versions 1-3 too, each validated on the visible
-//     suite before it is timed.
+//   with `solutions`, the solution's matmul versions 1-4 too (the qkv shape, one thread), each
+//     validated on the visible suite before it is timed.
 // It prints a table (or, with format "json", one JSON object) and, with plotPath, writes an
 // SVG: the roofline with each kernel as a point, and the ratios to OpenBLAS as bars.
 // Returns 0 measured, 1 when the student's code failed while timed.

@@ -535,6 +535,9 @@ json ToJson(const Figures& f, const BenchOptions& o) {
   root["stage"] = 4;
   root["source"] = o.source;
   root["machine"] = MachineJson();
+  // How the student's figures were taken (runner/stages/bench_engine.h): each the median of
+  // kBatchesTimed batches timed by the runner's clock from outside the child.
+  root["timed_from"] = "outside";
   root["threads"] = kThreadCounts;
   root["cache"] = {{"bytes", f.plan.cache.bytes}, {"source", f.plan.cache.source}};
   root["goals"] = GoalsJson(Goals(f));

@@ -13,12 +13,16 @@
 //   prefill (T = 128): matmul_q on 4096 x 4096 in each type, in GOP/s (2 integer operations
 //     per multiply-add);
 //   quant_block on each of the three weight sets at T = 1 and T = 128, in ms and tokens/s.
-// Each figure is the median of its runs (stage 3's Measure, runner/stages/03-fused/
-// bench_timing.h: runs until the budget, --budget or 0.5 s, is spent, at least 3), shown with
-// the fastest and slowest. The student's kernels run in the bench
-// child (their file linked with bench_call.cc), which times itself as stage 3's does; the
-// runner refuses timings that cannot be (not finite, out of order, too few runs). It prints a
-// table with the two thread counts side by side (or, with format "json", one JSON object on
+// The student's kernels are timed from outside their children (runner/stages/bench_engine.h):
+// a child per batch of calls of one measurement, timed by the runner's clock from the end of
+// its untimed call to its end, less the same child with the calls skipped; each figure is the
+// median of three batches grown to the budget (--budget or 0.5 s), shown with the fastest and
+// slowest. What the last timed call wrote must be what the first batch's wrote, and matmul_q's
+// a sample of it the same sums in double; else no figure. The probe and stage 3's float
+// matmul are the trusted yardstick's, timed by stage 3's Measure
+// (runner/stages/03-fused/bench_timing.h), and the runner refuses their timings that cannot be
+// (not finite, out of order, too few runs). It prints a table with the two thread counts side
+// by side (or, with format "json", one JSON object on
 // stdout and its progress on stderr) and, with plotPath, writes an SVG whole (a temporary file,
 // then a rename) of each decode kernel's share of the probe's bandwidth; an unwritable plotPath
 // is refused before anything is measured. Returns 0 measured, 1 when the student's code failed
@@ -30,9 +34,10 @@
 // WB_BENCH_LLC_BYTES (a byte count) takes its place, so a test can shrink every buffer the
 // cache's size decides; the report then names that as the source.
 //
-// Memory: the bench child's region holds all the copies (over 2 GiB when the cache is 512 MiB).
-// The child's address-space limit is the region plus the run's memory limit (ChildLimits), so
-// the region needs no more than that; the student's own allocations keep the usual headroom.
+// Memory: the bench children's region holds all the copies (over 2 GiB when the cache is 512
+// MiB), laid out once and shared by every child. A child's address-space limit is the region
+// plus the run's memory limit (ChildLimits) and room for one type's copies packed, so the
+// student's own allocations keep the usual headroom.
 #pragma once
 
 #include "common/expected.h"
