@@ -3,12 +3,39 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <vector>
+
+#include "runner/engine/case_verdict.h"
+#include "runner/engine/crash_description.h"
 
 namespace wb {
 
 double BatchWallSeconds(double budgetSeconds) { return 120 + 20 * budgetSeconds; }
+
+Expected<BatchRun> RunBatchChild(const std::string& harness, SharedRegion& region, ChildLimits limits,
+                                 const std::string& function) {
+  limits.resumeStops = true;  // the child stops when its timed calls begin: the runner's clock starts there
+  auto ran = RunInChild(harness, region, limits);
+  if (!ran.ok()) return ran.error();
+  BatchRun run{.seconds = ran->timedSeconds, .failure = ""};
+  if (ran->ending != ChildOutcome::Ending::kReturned) {
+    run.failure = DescribeEnding(*ran, region, function, limits.wallSeconds, limits.memoryBytes);
+    if (const std::string output = ChildOutputText(*ran); !output.empty()) run.failure += "\n" + output;
+  } else if (ran->timedSeconds < 0) {
+    run.failure = "the bench's child ended without starting its timed calls: this is a bug in the workbook";
+  }
+  return run;
+}
+
+bool SameAsFirstBatch(std::vector<float>& first, std::span<const float> wrote) {
+  if (first.empty()) {
+    first.assign(wrote.begin(), wrote.end());
+    return true;
+  }
+  return first.size() == wrote.size() && std::memcmp(first.data(), wrote.data(), wrote.size_bytes()) == 0;
+}
 
 Expected<OutsideTiming> TimeCallsFromOutside(const RunBatch& run, double budgetSeconds) {
   const double batchSeconds = budgetSeconds / kBatchesTimed;

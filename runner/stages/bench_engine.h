@@ -25,9 +25,12 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "common/expected.h"
+#include "runner/isolation/child_process.h"
 #include "runner/stages/call_timing.h"
 
 namespace wb {
@@ -53,6 +56,16 @@ Expected<OutsideTiming> TimeCallsFromOutside(const RunBatch& run, double budgetS
 // The wall-clock limit a batch's child runs under: its start-up, and a budget's worth of calls
 // sized from an estimate that a busy machine can make several times too small.
 double BatchWallSeconds(double budgetSeconds);
+
+// Runs one batch's child on `region` under `limits` (resumeStops set here) and returns its
+// time from the resuming to its reaping, or, as the failure, how it ended when it did not
+// return (DescribeEnding, naming `function`, with what it printed).
+Expected<BatchRun> RunBatchChild(const std::string& harness, SharedRegion& region, ChildLimits limits,
+                                 const std::string& function);
+
+// Whether what a batch's last call wrote is, bit for bit, what the first batch's did: the
+// first batch's (when `first` is empty) is kept in `first`, and matches.
+bool SameAsFirstBatch(std::vector<float>& first, std::span<const float> wrote);
 
 // Words for a batch whose last timed call did not leave what the first batch's did.
 inline constexpr const char* kSkippedWorkText =

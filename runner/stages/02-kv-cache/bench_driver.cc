@@ -2,16 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
-#include <optional>
 
 #include <fmt/format.h>
 
 #include "bench_call.h"
 #include "reference/block/block.h"
 #include "reference/gen/block_data.h"
-#include "runner/engine/case_verdict.h"
-#include "runner/engine/crash_description.h"
 #include "runner/isolation/shared_region.h"
 #include "runner/stages/bench_engine.h"
 
@@ -86,7 +82,6 @@ Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& o
 
     ChildLimits limits = context.limits;
     limits.wallSeconds = BatchWallSeconds(budget);
-    limits.resumeStops = true;  // the child stops when its timed calls begin: the runner's clock starts there
     CallTiming timings[2];
     for (const BenchLayout::Measurement m : {BenchLayout::kDecodeStep, BenchLayout::kRecompute}) {
       const char* what = m == BenchLayout::kDecodeStep ? "decode step" : "recompute";
@@ -95,27 +90,11 @@ Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& o
         const BenchLayout::Params params{
             .context = length, .measurement = m, .calls = calls, .callsSkipped = callsSkipped ? 1 : 0};
         region.SetParams<BenchLayout>(params);
-        auto ran = RunInChild(context.harness, region, limits);
-        if (!ran.ok()) return ran.error();
-        BatchRun r{.seconds = ran->timedSeconds, .failure = ""};
-        if (ran->ending != ChildOutcome::Ending::kReturned) {
-          r.failure = DescribeEnding(*ran, region, context.stage->function, limits.wallSeconds, limits.memoryBytes);
-          if (const std::string output = ChildOutputText(*ran); !output.empty()) r.failure += "\n" + output;
-          return r;
-        }
-        if (ran->timedSeconds < 0) {
-          r.failure = "the bench's child ended without starting its timed calls: this is a bug in the workbook";
-          return r;
-        }
-        if (callsSkipped) return r;
+        auto r = RunBatchChild(context.harness, region, limits, context.stage->function);
+        if (!r.ok() || !r->failure.empty() || callsSkipped) return r;
         const std::span<const float> wrote = region.Floats<BenchLayout>(BenchLayout::kOutput)
                                                  .first(static_cast<size_t>(BenchLayout::OutputRows(params)) * shape.model);
-        if (first.empty()) {
-          first.assign(wrote.begin(), wrote.end());
-        } else if (!std::ranges::equal(first, wrote,
-                                       [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; })) {
-          r.failure = fmt::format("{}: {}.", what, kSkippedWorkText);
-        }
+        if (!SameAsFirstBatch(first, wrote)) r->failure = fmt::format("{}: {}.", what, kSkippedWorkText);
         return r;
       };
       auto timed = TimeCallsFromOutside(batch, budget);

@@ -170,7 +170,6 @@ Expected<ChildTimings> RunBenchChild(const std::string& harness, const PackedWei
   const float* shapeWeights[kBenchShapeCount] = {view.wq.data(), view.wo.data(), view.gate.data(), view.down.data()};
   ChildLimits limits = context.limits;
   limits.wallSeconds = BatchWallSeconds(budget);
-  limits.resumeStops = true;  // the child stops when its timed calls begin: the runner's clock starts there
 
   ChildTimings result;
   for (int m = 0; m < measurements; ++m) {
@@ -183,27 +182,16 @@ Expected<ChildTimings> RunBenchChild(const std::string& harness, const PackedWei
       region.PoisonOutputs();
       region.SetParams<L>({.tokens = T, .threads = threads, .measurement = m, .calls = calls,
                            .callsSkipped = callsSkipped ? 1 : 0});
-      auto ran = RunInChild(harness, region, limits);
-      if (!ran.ok()) return ran.error();
-      BatchRun r{.seconds = ran->timedSeconds, .failure = ""};
-      if (ran->ending != ChildOutcome::Ending::kReturned) {
-        r.failure = what + ": " + DescribeEnding(*ran, region, "the bench", limits.wallSeconds, limits.memoryBytes);
-        if (const std::string output = ChildOutputText(*ran); !output.empty()) r.failure += "\n" + output;
-        return r;
-      }
-      if (ran->timedSeconds < 0) {
-        r.failure = "the bench's child ended without starting its timed calls: this is a bug in the workbook";
-        return r;
-      }
-      if (callsSkipped) return r;
+      auto r = RunBatchChild(harness, region, limits, "the bench");
+      if (!r.ok()) return r;
+      if (!r->failure.empty()) r->failure = what + ": " + r->failure;
+      if (!r->failure.empty() || callsSkipped) return r;
       const std::span<const float> wrote = region.Floats<L>(evidence).first(rows * width);
-      if (first.empty()) {
-        first.assign(wrote.begin(), wrote.end());
-        if (!block) r.failure = CheckMatmulSample(wrote, input, shapeWeights[m], T, kBenchShapes[m]);
-      } else if (!std::ranges::equal(first, wrote, [](float a, float b) {
-                   return std::memcmp(&a, &b, sizeof a) == 0;
-                 })) {
-        r.failure = fmt::format("{}: {}.", what, kSkippedWorkText);
+      const bool firstBatch = first.empty();
+      if (!SameAsFirstBatch(first, wrote)) {
+        r->failure = fmt::format("{}: {}.", what, kSkippedWorkText);
+      } else if (firstBatch && !block) {
+        r->failure = CheckMatmulSample(wrote, input, shapeWeights[m], T, kBenchShapes[m]);
       }
       return r;
     };

@@ -282,7 +282,6 @@ Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets
   }
   ChildLimits limits = context.limits;
   limits.wallSeconds = BatchWallSeconds(budget);
-  limits.resumeStops = true;  // the child stops when its timed calls begin: the runner's clock starts there
   // Room for one type's copies packed (the optional step: the measurement packs the copies it
   // times).
   if (limits.memoryBytes > 0) {
@@ -307,32 +306,19 @@ Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets
       params.callsSkipped = callsSkipped ? 1 : 0;
       region.SetParams<L>(params);
       region.PoisonOutputs();
-      auto ran = RunInChild(context.harness, region, limits);
-      if (!ran.ok()) return ran.error();
-      BatchRun r{.seconds = ran->timedSeconds, .failure = ""};
-      if (ran->ending != ChildOutcome::Ending::kReturned) {
-        r.failure = MeasurementName(m) + ": " +
-                    DescribeEnding(*ran, region, "the bench", limits.wallSeconds, limits.memoryBytes);
-        if (const std::string output = ChildOutputText(*ran); !output.empty()) r.failure += "\n" + output;
-        return r;
-      }
-      if (ran->timedSeconds < 0) {
-        r.failure = "the bench's child ended without starting its timed calls: this is a bug in the workbook";
-        return r;
-      }
-      if (callsSkipped) return r;
+      auto r = RunBatchChild(context.harness, region, limits, "the bench");
+      if (!r.ok()) return r;
+      if (!r->failure.empty()) r->failure = MeasurementName(m) + ": " + r->failure;
+      if (!r->failure.empty() || callsSkipped) return r;
       const std::span<const float> wrote = region.Floats<L>(evidence).first(evidenceCount);
-      if (first.empty()) {
-        first.assign(wrote.begin(), wrote.end());
-        if (matmul) {
-          const std::string wrong =
-              CheckMatmulQSample(wrote, type, region.Bytes<L>(type == Weight::kQ4_0 ? L::kQ4Copies : L::kQ8Copies),
-                                 region.Bytes<L>(L::kActivations), T, rows);
-          if (!wrong.empty()) r.failure = MeasurementName(m) + ": " + wrong + ".";
-        }
-      } else if (!std::ranges::equal(first, wrote,
-                                     [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; })) {
-        r.failure = fmt::format("{}: {}.", MeasurementName(m), kSkippedWorkText);
+      const bool firstBatch = first.empty();
+      if (!SameAsFirstBatch(first, wrote)) {
+        r->failure = fmt::format("{}: {}.", MeasurementName(m), kSkippedWorkText);
+      } else if (firstBatch && matmul) {
+        const std::string wrong =
+            CheckMatmulQSample(wrote, type, region.Bytes<L>(type == Weight::kQ4_0 ? L::kQ4Copies : L::kQ8Copies),
+                               region.Bytes<L>(L::kActivations), T, rows);
+        if (!wrong.empty()) r->failure = MeasurementName(m) + ": " + wrong + ".";
       }
       return r;
     };
