@@ -18,7 +18,6 @@
 #include "reference/block/block.h"
 #include "reference/gen/block_data.h"
 #include "runner/engine/check.h"
-#include "runner/engine/crash_description.h"
 #include "runner/isolation/shared_region.h"
 #include "runner/stages/bench_engine.h"
 #include "runner/stages/bench_support.h"
