@@ -74,7 +74,8 @@ int Disagreements(BandKernel kernel, const char* name, bool packed = false) {
       {WeightType::kQ8_0, 1, 4, 32},     {WeightType::kQ8_0, 1, 7, 96},      {WeightType::kQ8_0, 3, 9, 544},
       {WeightType::kQ8_0, 17, 5, 160},   {WeightType::kQ8_0, 2, 64, 2048},   {WeightType::kQ4_0, 1, 4, 32},
       {WeightType::kQ4_0, 1, 6, 160},    {WeightType::kQ4_0, 2, 9, 544},     {WeightType::kQ4_0, 33, 3, 96},
-      {WeightType::kQ4_0, 1, 64, 2048},  {WeightType::kQ4_0, 5, 13, 128 * 3}};
+      {WeightType::kQ4_0, 1, 64, 2048},  {WeightType::kQ4_0, 5, 13, 128 * 3}, {WeightType::kQ8_0, 70, 17, 64},
+      {WeightType::kQ4_0, 67, 18, 96}};  // over 64 tokens: version 4 takes them in two chunks
   int differ = 0;
   for (const Case& c : cases) {
     const auto w = RandomWeights(c, rng);
@@ -182,6 +183,30 @@ TEST_CASE("a wrong fast version is caught by the same comparison") {
   }
 }
 #endif
+
+// A prompt's tokens meet the packed blocks four at a time and the rest one at a time; a token's
+// results must not depend on which (prefill and decode give the same bits for the same token).
+TEST_CASE("a token's packed products do not depend on how many tokens the call has") {
+  std::mt19937 rng(11);
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+    const Case c{type, 9, 35, 224};
+    const auto w = RandomWeights(c, rng);
+    const auto x = RandomActivations(c, rng);
+    QuantMatrix W{c.type, w.data(), c.rows, c.cols};
+    std::vector<unsigned char> bytes(pack_q_bytes(W), 0);
+    pack_q(W, bytes.data());
+    W.packed = bytes.data();
+    std::vector<float> all(static_cast<size_t>(c.T) * c.rows);
+    matmul_q(c.T, x.data(), W, all.data(), Accumulate::kOverwrite, 1);
+    const int blocks = c.cols / QK;
+    for (int t = 0; t < c.T; ++t) {
+      std::vector<float> alone(static_cast<size_t>(c.rows));
+      matmul_q(1, x.data() + static_cast<size_t>(t) * blocks, W, alone.data(), Accumulate::kOverwrite, 1);
+      CHECK_MESSAGE(std::memcmp(alone.data(), all.data() + static_cast<size_t>(t) * c.rows, alone.size() * sizeof(float)) == 0,
+                    "token " << t << (type == WeightType::kQ8_0 ? " (Q8_0)" : " (Q4_0)"));
+    }
+  }
+}
 
 // Stage 5's provided kernels hand matmul_q slices of a packed matrix (QuantMatrix's
 // packedFirstRow): a slice that starts at a packed group must give exactly the whole matrix's
