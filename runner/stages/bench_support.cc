@@ -264,10 +264,19 @@ Expected<ProgramOutput> RunJsonProgram(std::vector<std::string> argv, const std:
 }
 
 namespace {
-std::string GoalFigure(double value, const std::string& unit) {
-  return unit == "%" ? fmt::format("{:.0f} %", value) : fmt::format("{:.2f}{}", value, unit);
+std::string GoalFigure(double value, const std::string& unit, int extraDigits = 0) {
+  return unit == "%" ? fmt::format("{:.{}f} %", value, extraDigits) : fmt::format("{:.{}f}{}", value, 2 + extraDigits, unit);
 }
 }  // namespace
+
+std::string FigureBesideGoal(const SpeedGoal& g) {
+  std::string shown;
+  for (int extra = 0; extra <= 4; ++extra) {
+    shown = GoalFigure(g.value, g.unit, extra);
+    if ((std::strtod(shown.c_str(), nullptr) >= g.target) == g.Met()) break;
+  }
+  return shown;
+}
 
 void PrintGoals(const std::string& heading, const std::vector<SpeedGoal>& goals) {
   if (goals.empty()) return;
@@ -276,7 +285,7 @@ void PrintGoals(const std::string& heading, const std::vector<SpeedGoal>& goals)
   std::printf("\n%s\n", heading.c_str());
   std::printf("  %-*s %10s %10s  %s\n", static_cast<int>(width), "goal", "this run", "at least", "");
   for (const SpeedGoal& g : goals) {
-    std::printf("  %-*s %10s %10s  %s\n", static_cast<int>(width), g.goal.c_str(), GoalFigure(g.value, g.unit).c_str(),
+    std::printf("  %-*s %10s %10s  %s\n", static_cast<int>(width), g.goal.c_str(), FigureBesideGoal(g).c_str(),
                 GoalFigure(g.target, g.unit).c_str(), g.Met() ? "met" : "short");
   }
   std::fflush(stdout);

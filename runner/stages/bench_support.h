@@ -73,6 +73,10 @@ struct SpeedGoal {
   std::string unit;   // "%" or "x"
   bool Met() const { return value >= target; }
 };
+// A goal's figure as the goals' table shows it: a percentage whole, a ratio with two decimals,
+// and as many digits more as it takes not to read as the other side of the goal (1.6997 as
+// "1.6997x", not "1.70x" beside "short").
+std::string FigureBesideGoal(const SpeedGoal& g);
 void PrintGoals(const std::string& heading, const std::vector<SpeedGoal>& goals);
 nlohmann::json GoalsJson(const std::vector<SpeedGoal>& goals);
 

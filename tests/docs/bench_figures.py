@@ -80,11 +80,23 @@ def one(rows, **want):
 
 def percent_beside(value, goal):
     """A percentage for a goals table: whole, unless rounding would make it read as the other side
-    of the goal (79.6 % shown as "80 %" beside "short"); then with one decimal."""
-    text = f"{value:.0f}"
-    if (float(text) >= goal) != (value >= goal):
-        text = f"{value:.1f}"
+    of the goal (79.6 % shown as "80 %" beside "short"); then with as many decimals as it takes."""
+    for digits in range(0, 5):
+        text = f"{value:.{digits}f}"
+        if (float(text) >= goal) == (value >= goal):
+            break
     return text + " %"
+
+
+def ratio_beside(value, goal):
+    """A ratio for a goals table: two decimals, and as many more as it takes not to read as the
+    other side of the goal (1.6997 as "1.6997×", not "1.70×" beside "short"), as the bench's
+    own goals table prints it (runner/stages/bench_support.cc, FigureBesideGoal)."""
+    for digits in range(2, 7):
+        text = f"{value:.{digits}f}"
+        if (float(text) >= goal) == (value >= goal):
+            break
+    return text + "×"
 
 
 def goals_table(title, rows):
@@ -99,7 +111,7 @@ def json_goals(title, b):
     """The goals table from a bench run's own "goals" (the bench states its stage's goals)."""
     rows = []
     for g in b["goals"]:
-        shown = percent_beside(g["value"], g["target"]) if g["unit"] == "%" else f"{g['value']:.2f}×"
+        shown = percent_beside(g["value"], g["target"]) if g["unit"] == "%" else ratio_beside(g["value"], g["target"])
         target = f"{g['target']:.0f} %" if g["unit"] == "%" else f"{g['target']:.1f}×"
         rows.append((f"{g['goal']}, at least {target}", shown, g["met"]))
     return goals_table(title, rows)
@@ -254,7 +266,7 @@ def stage4(b, fig):
         ratio = b["decode"]["q4_0_speed_over_q8_0"][t - 1]
         # The goal the bench states (runner/stages/04-quant: Q4_0 over Q8_0 at least 1.7).
         rows.append((f"Q4_0 at 1.7× Q8_0's speed, {t} thread{'s' if t == 2 else ''}",
-                     f"{fig[f's4.q4_over_q8.t{t}']}×", ratio >= 1.7))
+                     ratio_beside(ratio, 1.7), ratio >= 1.7))
     for type_ in ("q8_0", "q4_0"):
         for t in (1, 2):
             pct = one(kernels, type=type_, threads=t)["percent_of_probe"]

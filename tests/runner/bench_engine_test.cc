@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runner/stages/bench_engine.h"
+#include "runner/stages/bench_support.h"
 
 // A namespace of its own: the folder's test files compile as one unity build.
 namespace bench_engine_test {
@@ -125,3 +126,13 @@ TEST_CASE("a batch no longer than the fastest start-up counts a nanosecond a cal
 }
 
 }  // namespace bench_engine_test
+
+// A goal's table never shows a figure that reads as the other side of the goal.
+TEST_CASE("a figure beside its goal reads on the side of the goal it is on") {
+  CHECK(wb::FigureBesideGoal({"ratio", 1.6997, 1.7, "x"}) == "1.6997x");
+  CHECK(wb::FigureBesideGoal({"ratio", 1.698, 1.7, "x"}) == "1.698x");
+  CHECK(wb::FigureBesideGoal({"ratio", 1.75, 1.7, "x"}) == "1.75x");
+  CHECK(wb::FigureBesideGoal({"ratio", 1.7, 1.7, "x"}) == "1.70x");
+  CHECK(wb::FigureBesideGoal({"share", 79.6, 80, "%"}) == "79.6 %");
+  CHECK(wb::FigureBesideGoal({"share", 80.4, 80, "%"}) == "80 %");
+}
