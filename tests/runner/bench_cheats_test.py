@@ -13,8 +13,9 @@ The student's code is linked into the program it runs in, so it can try two thin
   - replace the clock: a clock_gettime of its own, which every caller in the program would
     take for the C library's, where a microsecond passes per reading;
   - compute right while it is checked and wrong while it is timed: stage 3's matmul, right on
-    its first call at the bench's qkv shape and zeros after, caught by the bench's sample of
-    the first timed call's output against the reference.
+    its first call at the bench's qkv shape and zeros after, and stage 4's matmul_q, the same
+    at its T = 1 shape, each caught by the bench's sample of the first batch's output against
+    the reference.
 Each is planted in a copy of the solutions and benched. Stages 2, 3 and 4 time their children
 from outside, by the runner's clock (runner/stages/bench_engine.h), and check what the last
 timed call wrote: skipped work is refused there (in stages 3 and 4; stage 2's checks call
@@ -35,6 +36,14 @@ WRONG_WHEN_TIMED = (
     "  static int timedCalls = 0;  // planted: right once at T = 13, qkv's shape, then zeros\n"
     "  if (T == 13 && out == 768 && ++timedCalls > 1) {\n"
     "    for (int i = 0; i < T * out; ++i) y[i] = 0.0f;\n"
+    "    return;\n"
+    "  }\n")
+# The same in stage 4: matmul_q right on its first call at the bench's T = 1 shape (14336 x 4096),
+# zeros after; the bench's sample of the first batch's output must refuse it.
+WRONG_WHEN_TIMED_Q = (
+    "  static int timedCalls = 0;  // planted: right once at T = 1, 14336 x 4096, then zeros\n"
+    "  if (T == 1 && W.rows == 14336 && W.cols == 4096 && ++timedCalls > 1) {\n"
+    "    for (int i = 0; i < W.rows; ++i) y[i] = 0.0f;\n"
     "    return;\n"
     "  }\n")
 FAKE_CLOCK = """
@@ -98,6 +107,8 @@ def main():
          ["--tokens", "13"]),
         ("4", "04-quant", "quant.cc", after_signature("float* hidden, BlockQ8_0* hiddenq, float* output) {\n"),
          SKIPPED, []),
+        ("4", "04-quant", "quant.cc",
+         after_signature("float* y, Accumulate mode, int threads) {\n", WRONG_WHEN_TIMED_Q), WRONG, []),
         ("5", "05-decoder", "decoder.cc", lambda text: text + FAKE_CLOCK, CLOCK,
          ["--mine", "--model", os.path.join(source, "data/models/kjv-llama-2m/model-q8_0.gguf")]),
     ]
