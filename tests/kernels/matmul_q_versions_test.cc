@@ -184,18 +184,29 @@ TEST_CASE("a wrong fast version is caught by the same comparison") {
 }
 #endif
 
+// A case's random matrix, packed as the runner packs it (zeroed bytes), with random activations.
+struct PackedCase {
+  std::vector<unsigned char> weights;
+  std::vector<BlockQ8_0> x;
+  std::vector<unsigned char> bytes;
+  QuantMatrix W;
+  PackedCase(const Case& c, std::mt19937& rng)
+      : weights(RandomWeights(c, rng)), x(RandomActivations(c, rng)), W{c.type, weights.data(), c.rows, c.cols} {
+    bytes.assign(pack_q_bytes(W), 0);
+    pack_q(W, bytes.data());
+    W.packed = bytes.data();
+  }
+};
+
 // A prompt's tokens meet the packed blocks four at a time and the rest one at a time; a token's
 // results must not depend on which (prefill and decode give the same bits for the same token).
 TEST_CASE("a token's packed products do not depend on how many tokens the call has") {
   std::mt19937 rng(11);
   for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
     const Case c{type, 9, 35, 224};
-    const auto w = RandomWeights(c, rng);
-    const auto x = RandomActivations(c, rng);
-    QuantMatrix W{c.type, w.data(), c.rows, c.cols};
-    std::vector<unsigned char> bytes(pack_q_bytes(W), 0);
-    pack_q(W, bytes.data());
-    W.packed = bytes.data();
+    const PackedCase p(c, rng);
+    const QuantMatrix& W = p.W;
+    const auto& x = p.x;
     std::vector<float> all(static_cast<size_t>(c.T) * c.rows);
     matmul_q(c.T, x.data(), W, all.data(), Accumulate::kOverwrite, 1);
     const int blocks = c.cols / QK;
@@ -215,12 +226,10 @@ TEST_CASE("a slice of a packed matrix gives the whole matrix's rows, bit for bit
   std::mt19937 rng(7);
   for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
     const Case c{type, 1, 53, 160};
-    const auto w = RandomWeights(c, rng);
-    const auto x = RandomActivations(c, rng);
-    QuantMatrix whole{c.type, w.data(), c.rows, c.cols};
-    std::vector<unsigned char> bytes(pack_q_bytes(whole), 0);
-    pack_q(whole, bytes.data());
-    whole.packed = bytes.data();
+    const PackedCase p(c, rng);
+    const QuantMatrix& whole = p.W;
+    const auto& w = p.weights;
+    const auto& x = p.x;
     std::vector<float> all(static_cast<size_t>(c.rows));
     matmul_q(1, x.data(), whole, all.data(), Accumulate::kOverwrite, 1);
     const size_t rowBytes = static_cast<size_t>(c.cols / QK) * (type == WeightType::kQ8_0 ? 34 : 18);
