@@ -10,6 +10,8 @@ The student's code is linked into the program it runs in, so it can try two thin
   - skip work once it is being timed: fused_block (stage 3) or quant_block (stage 4) that
     stops working after its second call. It passes every check (each case calls it at most
     twice in one process) and would time as near-free;
+  - replace the C library's raise() with one that does nothing, so that the child's stop where
+    its timed calls begin would never come;
   - replace the clock: a clock_gettime of its own, which every caller in the program would
     take for the C library's, where a microsecond passes per reading;
   - compute right while it is checked and wrong while it is timed: stage 3's matmul, right on
@@ -57,6 +59,15 @@ extern "C" int clock_gettime(clockid_t, struct timespec* ts) {
   return 0;
 }
 """
+# A raise() of its own that does nothing: the bench child stops itself where its timed calls
+# begin, and a stop asked of the C library could be dropped (the bench would then say its child
+# never started its timed calls, and blame the workbook) or made later, where the runner's clock
+# would miss some of the calls. The harness asks the kernel directly, so this changes nothing.
+NO_RAISE = """
+#include <signal.h>
+// planted: raise() does nothing, for every caller in the program
+extern "C" int raise(int) { return 0; }
+"""
 SKIPPED = "the timed calls did not compute their output again"
 WRONG = "the bench checks a sample of what the timed calls write, and this one is wrong"
 CLOCK = "disagreed with the system's"
@@ -89,6 +100,8 @@ def tree_with(source, stage_dir, file, change):
 
 def after_signature(function_line_end, planted=SKIP_AFTER_TWO_CALLS):
     def change(text):
+        if function_line_end not in text:  # asked for its name alone (main): what it plants
+            return planted
         at = text.index(function_line_end) + len(function_line_end)
         return text[:at] + planted + text[at:]
     return change
@@ -102,6 +115,7 @@ def main():
         ("3", "03-fused", "fused.cc", after_signature("float* norm2, float* hidden, float* output) {\n"), SKIPPED,
          ["--tokens", "16"]),
         ("3", "03-fused", "fused.cc", lambda text: text + FAKE_CLOCK, MEASURED, ["--tokens", "16"]),
+        ("3", "03-fused", "fused.cc", lambda text: text + NO_RAISE, MEASURED, ["--tokens", "16"]),
         ("3", "03-fused", "fused.cc",
          after_signature("const float* W, float* y, Accumulate mode, int threads) {\n", WRONG_WHEN_TIMED), WRONG,
          ["--tokens", "13"]),
@@ -114,7 +128,9 @@ def main():
     ]
     for stage, stage_dir, file, change, expected, extra in plants:
         tree = tree_with(source, stage_dir, file, change)
-        name = f"stage {stage}, " + {SKIPPED: "skipped work", WRONG: "wrong when timed"}.get(expected, "fake clock")
+        planted = change("")
+        name = f"stage {stage}, " + ("no raise" if NO_RAISE in planted else "fake clock" if FAKE_CLOCK in planted
+                                     else {SKIPPED: "skipped work", WRONG: "wrong when timed"}[expected])
         try:
             checked = subprocess.run([workbook, "check", stage, "--stages-dir", tree], capture_output=True, text=True)
             if checked.returncode != 0:
