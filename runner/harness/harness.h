@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include "../isolation/call_layout.h"
@@ -61,9 +62,11 @@ class Region {
   void BeginCall(unsigned index);
   void EndCall();
   // A bench child's timed calls begin: the child stops itself (SIGSTOP), and the runner, which
-  // asked for this (ChildLimits::resumeStops), starts its clock and resumes it. The runner's
-  // clock, from here to the child's end, is the batch's time (runner/stages/bench_engine.h).
-  void StartTimedCalls();
+  // asked for this (ChildLimits::resumeStops), writes the seed of the timed calls' inputs,
+  // starts its clock and resumes it. Returns that seed (runner/stages/timed_inputs.h). The
+  // runner's clock, from here to the child's end, is the batch's time
+  // (runner/stages/bench_engine.h).
+  uint64_t StartTimedCalls();
 
  private:
   shm::Header* header_;

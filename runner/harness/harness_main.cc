@@ -173,7 +173,7 @@ void Region::EndCall() {
 // from stopping here (and the bench would blame the workbook) or stop it later, where the
 // runner's clock would start after some of the timed calls. Any other stop the code makes is
 // resumed by the runner without moving the start (ChildLimits::resumeStops).
-void Region::StartTimedCalls() {
+uint64_t Region::StartTimedCalls() {
 #if defined(__x86_64__)
   long pid;
   asm volatile("syscall" : "=a"(pid) : "0"(39L /* SYS_getpid */) : "rcx", "r11", "memory");
@@ -200,6 +200,9 @@ void Region::StartTimedCalls() {
 #else
   raise(SIGSTOP);  // no direct call written for this architecture
 #endif
+  // Written by the runner while this child was stopped; read only now (the asm's "memory"
+  // clobber and the volatile field keep the read here).
+  return header_->timedSeed;
 }
 
 }  // namespace wb::harness

@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <random>
 #include <string_view>
 #include <string>
 #include <vector>
@@ -36,6 +37,15 @@ namespace {
 
 constexpr int kRegionFd = 3;        // the descriptor number the child finds the region on
 constexpr int kExecReportFd = 4;    // close-on-exec: a step before exec that fails says so here
+
+// A bench child's seed: from the kernel's random source (std::random_device reads it on
+// Linux), never 0, which means "not written yet".
+uint64_t FreshTimedSeed() {
+  std::random_device source;
+  uint64_t seed = 0;
+  while (seed == 0) seed = (uint64_t{source()} << 32) | source();
+  return seed;
+}
 
 // Appends to a trimmed capture: the first `keep` bytes, and a rolling last `keep` bytes.
 void Capture(CapturedOutput& out, const char* data, size_t n, size_t keep) {
@@ -344,6 +354,7 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
   }
   region.header().memoryLimitBytes =
       limits.memoryBytes == 0 ? 0 : limits.memoryBytes + region.totalBytes();
+  region.header().timedSeed = 0;
   Pipe out, err, execReport;
   for (Pipe* pipe : {&out, &err, &execReport}) {
     if (!pipe->Open()) return SystemError(fmt::format("pipe: {}", std::strerror(errno)));
@@ -410,7 +421,11 @@ Expected<ChildOutcome> RunInChild(const std::string& harnessPath, SharedRegion& 
     // The child waits, stopped, until it is resumed: the clock starts at the resuming, so how
     // soon the stop is seen does not matter.
     if (limits.resumeStops && child.TryStopped()) {
-      if (!timedFrom) timedFrom = std::chrono::steady_clock::now();
+      if (!timedFrom) {
+        outcome.timedSeed = FreshTimedSeed();
+        region.header().timedSeed = outcome.timedSeed;
+        timedFrom = std::chrono::steady_clock::now();
+      }
       child.Resume();
     }
     if (std::chrono::steady_clock::now() >= deadline) {

@@ -32,9 +32,11 @@ struct ChildLimits {
   // The version of the solution's kernels to run (WB_KERNEL_VERSION in the child's
   // environment, runner/engine/kernel_versions.h); "": the code's own choice.
   std::string kernelVersion;
-  // A bench child stops itself (SIGSTOP) when its timed calls begin: the runner resumes it,
-  // and times it from there to its end (ChildOutcome::timedSeconds). Any later stop is resumed
-  // too, without moving the start. Off: a child that stops stays stopped until its time limit.
+  // A bench child stops itself (SIGSTOP) when its timed calls begin: the runner writes a fresh
+  // random seed for their inputs into the region (shm::Header::timedSeed), resumes it, and
+  // times it from there to its end (ChildOutcome::timedSeconds). Any later stop is resumed
+  // too, without moving the start or the seed. Off: a child that stops stays stopped until its
+  // time limit.
   bool resumeStops = false;
 };
 
@@ -61,6 +63,8 @@ struct ChildOutcome {
   // its reaping, by the runner's clock; -1 when it never stopped. What a bench times from
   // outside (runner/stages/bench_engine.h).
   double timedSeconds = -1;
+  // With ChildLimits::resumeStops: the seed written at that first stop (0 when it never stopped).
+  uint64_t timedSeed = 0;
   double callSeconds = 0;  // time inside the stage function, as the child measured it
   size_t leftoverProcesses = 0;  // processes the child left running, killed after it ended
   shm::ChildReport report{};

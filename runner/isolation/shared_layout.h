@@ -23,7 +23,7 @@
 namespace wb::shm {
 
 constexpr uint64_t kMagic = 0x3147455242574257ull;  // "WBWBREG1" read little-endian
-constexpr uint32_t kVersion = 3;
+constexpr uint32_t kVersion = 4;
 constexpr int kMaxBuffers = 512;
 constexpr int kNameBytes = 40;
 constexpr int kParamBytes = 256;
@@ -87,6 +87,10 @@ struct Header {
   uint32_t bufferCount;
   alignas(8) unsigned char params[kParamBytes];  // the layout's Params struct
   uint64_t memoryLimitBytes;   // the child applies it to itself (0: none)
+  // A bench child's seed for its timed calls' inputs: 0 until the child has stopped before
+  // them (ChildLimits::resumeStops); the runner writes it then, so nothing the child ran
+  // before could know it (runner/stages/timed_inputs.h).
+  volatile uint64_t timedSeed;
   BufferSlot buffers[kMaxBuffers];
   ChildReport child;
 };

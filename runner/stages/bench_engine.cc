@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "runner/compare/compare.h"
 #include "runner/engine/case_verdict.h"
 #include "runner/engine/crash_description.h"
 
@@ -19,7 +20,7 @@ Expected<BatchRun> RunBatchChild(const std::string& harness, SharedRegion& regio
   limits.resumeStops = true;  // the child stops when its timed calls begin: the runner's clock starts there
   auto ran = RunInChild(harness, region, limits);
   if (!ran.ok()) return ran.error();
-  BatchRun run{.seconds = ran->timedSeconds, .failure = ""};
+  BatchRun run{.seconds = ran->timedSeconds, .failure = "", .seed = ran->timedSeed};
   if (ran->ending != ChildOutcome::Ending::kReturned) {
     run.failure = DescribeEnding(*ran, region, function, limits.wallSeconds, limits.memoryBytes);
     if (const std::string output = ChildOutputText(*ran); !output.empty()) run.failure += "\n" + output;
@@ -29,15 +30,34 @@ Expected<BatchRun> RunBatchChild(const std::string& harness, SharedRegion& regio
   return run;
 }
 
-bool SameAsFirstBatch(std::vector<float>& first, std::span<const float> wrote) {
-  if (first.empty()) {
-    first.assign(wrote.begin(), wrote.end());
-    return true;
-  }
-  return first.size() == wrote.size() && std::memcmp(first.data(), wrote.data(), wrote.size_bytes()) == 0;
+int OutputSlots(size_t bytesPerCall) {
+  const size_t fit = kOutputSlotBytes / std::max<size_t>(bytesPerCall, 1);
+  return static_cast<int>(std::clamp<size_t>(fit, kLeastCallsInBatch, kMostCallsInBatch));
 }
 
-Expected<OutsideTiming> TimeCallsFromOutside(const RunBatch& run, double budgetSeconds) {
+std::mt19937_64& BenchRandom() {
+  static std::mt19937_64 random = [] {
+    std::random_device source;
+    std::seed_seq seeds{source(), source(), source(), source()};
+    return std::mt19937_64(seeds);
+  }();
+  return random;
+}
+
+std::optional<UnwrittenOutput> FindUnwritten(std::span<const float> slots, int calls, size_t perCall) {
+  for (int c = 0; c < calls; ++c) {
+    const std::span<const float> slot = slots.subspan(static_cast<size_t>(c) * perCall, perCall);
+    for (size_t i = 0; i < slot.size(); ++i) {
+      if (StateOf(slot[i]) == ElementState::kUnwritten) return UnwrittenOutput{.call = c, .element = i};
+    }
+  }
+  return std::nullopt;
+}
+
+int DrawBelow(int count) { return std::uniform_int_distribution<int>(0, std::max(count, 1) - 1)(BenchRandom()); }
+
+Expected<OutsideTiming> TimeCallsFromOutside(const RunBatch& run, double budgetSeconds, int mostCalls) {
+  mostCalls = std::clamp(mostCalls, 1, kMostCallsInBatch);
   const double batchSeconds = budgetSeconds / kBatchesTimed;
   OutsideTiming result;
   // One child; nullopt (with result.failure set) when its figures cannot be used.
@@ -75,13 +95,13 @@ Expected<OutsideTiming> TimeCallsFromOutside(const RunBatch& run, double budgetS
       batchesWanted = 1;
       break;
     }
-    if ((work >= batchSeconds / 2 && calls >= kLeastCallsInBatch) || calls >= kMostCallsInBatch ||
+    if ((work >= batchSeconds / 2 && calls >= std::min(kLeastCallsInBatch, mostCalls)) || calls >= mostCalls ||
         round + 1 >= kMostSizingRounds) {
       batches.push_back(seconds);  // the first timed batch
       break;
     }
     const double wanted = work > 0 ? std::ceil(batchSeconds * calls / work) : INFINITY;
-    calls = static_cast<int>(std::min(std::clamp(wanted, 2.0 * calls, 100.0 * calls), double(kMostCallsInBatch)));
+    calls = static_cast<int>(std::min(std::clamp(wanted, 2.0 * calls, 100.0 * calls), double(mostCalls)));
   }
   if (calls == 1) startups.push_back(fixedSeconds);  // the first child was this size
   while (static_cast<int>(batches.size()) < batchesWanted) {

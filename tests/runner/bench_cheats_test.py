@@ -16,14 +16,19 @@ The student's code is linked into the program it runs in, so it can try two thin
     take for the C library's, where a microsecond passes per reading;
   - compute right while it is checked and wrong while it is timed: stage 3's matmul, right on
     its first call at the bench's qkv shape and zeros after, and stage 4's matmul_q, the same
-    at its T = 1 shape, each caught by the bench's sample of the first batch's output against
-    the reference.
+    at its T = 1 shape, each caught by the bench's check of calls drawn at random against the
+    reference;
+  - memoize: keep what the first call at the bench's shape computed and copy it back on every
+    later call with the same input pointer (stage 3's matmul, stage 4's matmul_q at T = 1), a
+    memcpy timed as a product. The bench makes new inputs for every timed call (from a seed it
+    hands the child only once the untimed call is over), so the copies are wrong.
 Each is planted in a copy of the solutions and benched. Stages 2, 3 and 4 time their children
-from outside, by the runner's clock (runner/stages/bench_engine.h), and check what the last
-timed call wrote: skipped work is refused there (in stages 3 and 4; stage 2's checks call
-decoder_step many times in one process, so there a file that counts calls fails its checks
-first), and a fake clock changes nothing, so the bench must measure and print its table (with
-no figure above the machine's roof, which stages 3 and 4 would refuse). Stage 5 times inside
+from outside, by the runner's clock (runner/stages/bench_engine.h), give each timed call inputs
+and an output slot of its own, and check calls drawn at random: skipped work is refused there
+(in stages 3 and 4; stage 2's checks call decoder_step many times in one process, so there a
+file that counts calls fails its checks first), and a fake clock changes nothing, so the bench
+must measure and print its table (with no figure above the machine's roof, which stages 3 and
+4 would refuse). Stage 5 times inside
 the generate program: there the fake clock is refused (runner/generate; its logits are cleared
 before each call by generate's own check). A refused bench must exit 1, print no table, and
 say which refusal it is. The copy as it is, checked first, passes: so the cheats are what
@@ -48,6 +53,41 @@ WRONG_WHEN_TIMED_Q = (
     "    for (int i = 0; i < W.rows; ++i) y[i] = 0.0f;\n"
     "    return;\n"
     "  }\n")
+# The first product at the bench's qkv shape (T = 13) kept, and copied back on every later call
+# whose input pointer is the same: the bench's timed calls all read one buffer, refilled.
+MEMOIZED = (
+    "  static const float* keptFor = nullptr;  // planted: the first product for this input pointer,\n"
+    "  static std::vector<float> kept;         // copied back on every later call\n"
+    "  static bool computing = false;\n"
+    "  if (T == 13 && out == 768 && !computing) {\n"
+    "    if (keptFor == x) {\n"
+    "      std::copy(kept.begin(), kept.end(), y);\n"
+    "      return;\n"
+    "    }\n"
+    "    computing = true;\n"
+    "    matmul(T, out, in, x, W, y, mode, threads);\n"
+    "    computing = false;\n"
+    "    kept.assign(y, y + T * out);\n"
+    "    keptFor = x;\n"
+    "    return;\n"
+    "  }\n")
+# The same in stage 4: matmul_q at the bench's T = 1 shape (14336 x 4096), keyed by xq.
+MEMOIZED_Q = (
+    "  static const BlockQ8_0* keptFor = nullptr;  // planted: the first product for this input pointer,\n"
+    "  static std::vector<float> kept;             // copied back on every later call\n"
+    "  static bool computing = false;\n"
+    "  if (T == 1 && W.rows == 14336 && W.cols == 4096 && !computing) {\n"
+    "    if (keptFor == xq) {\n"
+    "      std::copy(kept.begin(), kept.end(), y);\n"
+    "      return;\n"
+    "    }\n"
+    "    computing = true;\n"
+    "    matmul_q(T, xq, W, y, mode, threads);\n"
+    "    computing = false;\n"
+    "    kept.assign(y, y + W.rows);\n"
+    "    keptFor = xq;\n"
+    "    return;\n"
+    "  }\n")
 FAKE_CLOCK = """
 #include <time.h>
 // planted: a clock of its own, a microsecond per reading, for every caller in the program
@@ -68,8 +108,8 @@ NO_RAISE = """
 // planted: raise() does nothing, for every caller in the program
 extern "C" int raise(int) { return 0; }
 """
-SKIPPED = "the timed calls did not compute their output again"
-WRONG = "the bench checks a sample of what the timed calls write, and this one is wrong"
+SKIPPED = "was never written: each timed call has an output of its own"
+WRONG = "the bench checks what calls drawn at random wrote, on inputs made for each timed call, and this one is wrong"
 CLOCK = "disagreed with the system's"
 MEASURED = None  # the cheat cannot reach the figure: the bench measures, exit 0, with its table
 
@@ -119,10 +159,15 @@ def main():
         ("3", "03-fused", "fused.cc",
          after_signature("const float* W, float* y, Accumulate mode, int threads) {\n", WRONG_WHEN_TIMED), WRONG,
          ["--tokens", "13"]),
+        ("3", "03-fused", "fused.cc",
+         after_signature("const float* W, float* y, Accumulate mode, int threads) {\n", MEMOIZED), WRONG,
+         ["--tokens", "13"]),
         ("4", "04-quant", "quant.cc", after_signature("float* hidden, BlockQ8_0* hiddenq, float* output) {\n"),
          SKIPPED, []),
         ("4", "04-quant", "quant.cc",
          after_signature("float* y, Accumulate mode, int threads) {\n", WRONG_WHEN_TIMED_Q), WRONG, []),
+        ("4", "04-quant", "quant.cc",
+         after_signature("float* y, Accumulate mode, int threads) {\n", MEMOIZED_Q), WRONG, []),
         ("5", "05-decoder", "decoder.cc", lambda text: text + FAKE_CLOCK, CLOCK,
          ["--mine", "--model", os.path.join(source, "data/models/kjv-llama-2m/model-q8_0.gguf")]),
     ]
@@ -130,6 +175,7 @@ def main():
         tree = tree_with(source, stage_dir, file, change)
         planted = change("")
         name = f"stage {stage}, " + ("no raise" if NO_RAISE in planted else "fake clock" if FAKE_CLOCK in planted
+                                     else "memoized" if "keptFor" in planted
                                      else {SKIPPED: "skipped work", WRONG: "wrong when timed"}[expected])
         try:
             checked = subprocess.run([workbook, "check", stage, "--stages-dir", tree], capture_output=True, text=True)

@@ -5,11 +5,15 @@
 // quant_bench_test, bench_cheats_test).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <bit>
 #include <string>
 #include <vector>
 
+#include "runner/isolation/shared_layout.h"
 #include "runner/stages/bench_engine.h"
 #include "runner/stages/bench_support.h"
+#include "runner/stages/timed_inputs.h"
 
 // A namespace of its own: the folder's test files compile as one unity build.
 namespace bench_engine_test {
@@ -123,6 +127,68 @@ TEST_CASE("a batch no longer than the fastest start-up counts a nanosecond a cal
   REQUIRE(timed->failure.empty());
   CHECK(timed->timing.median == doctest::Approx(1e-9));
   CHECK(timed->timing.fastest > 0);
+}
+
+TEST_CASE("no batch makes more calls than its output slots hold") {
+  Simulation sim;
+  sim.perCall = 1e-6;  // unbounded, the sizing would want thousands of calls
+  auto timed = wb::TimeCallsFromOutside(sim.Runner(), 0.5, 40);
+  REQUIRE(timed.ok());
+  REQUIRE(timed->failure.empty());
+  for (const Child& c : sim.asked) CHECK(c.calls <= 40);
+  CHECK(sim.asked.back().calls == 40);
+  CHECK(timed->timing.runs == 40 * wb::kBatchesTimed);
+  CHECK(timed->timing.median == doctest::Approx(1e-6).epsilon(1e-6));
+}
+
+TEST_CASE("output slots: as many as the slots' bytes hold, never fewer than a batch's least calls") {
+  CHECK(wb::OutputSlots(wb::kOutputSlotBytes / 100) == 100);
+  CHECK(wb::OutputSlots(wb::kOutputSlotBytes) == wb::kLeastCallsInBatch);
+  CHECK(wb::OutputSlots(10 * wb::kOutputSlotBytes) == wb::kLeastCallsInBatch);
+  CHECK(wb::OutputSlots(1) == wb::kMostCallsInBatch);
+}
+
+TEST_CASE("an output slot still holding the region's poison names its call and element") {
+  const float poison = std::bit_cast<float>(wb::shm::kPoisonWord);
+  std::vector<float> slots(3 * 4, 1.0f);
+  CHECK_FALSE(wb::FindUnwritten(slots, 3, 4).has_value());
+  slots[2 * 4 + 3] = poison;
+  slots[1 * 4 + 2] = poison;
+  auto found = wb::FindUnwritten(slots, 3, 4);
+  REQUIRE(found.has_value());
+  CHECK(found->call == 1);
+  CHECK(found->element == 2);
+  // Only the calls asked about are read: a batch of one call is not blamed for slot 1.
+  CHECK_FALSE(wb::FindUnwritten(slots, 1, 4).has_value());
+  // A NaN computed from an unwritten element is written (the check against the reference says
+  // what is wrong with it), as is any other NaN.
+  std::vector<float> quiet(4, std::bit_cast<float>(wb::shm::kPoisonQuietedWord));
+  CHECK_FALSE(wb::FindUnwritten(quiet, 1, 4).has_value());
+}
+
+TEST_CASE("a call's timed inputs depend on its seed, stream and call, and on nothing else") {
+  const wb::TimedInputs a(42, 1, 0), same(42, 1, 0), otherCall(42, 1, 1), otherSeed(43, 1, 0), otherStream(42, 2, 0);
+  std::vector<float> first(1000), again(1000), tail(10);
+  a.Fill(first.data(), first.size());
+  same.Fill(again.data(), again.size());
+  CHECK(first == again);
+  // Any stretch can be made alone: elements 500 .. 509 are those of the whole.
+  a.Fill(tail.data(), tail.size(), 500);
+  CHECK(std::equal(tail.begin(), tail.end(), first.begin() + 500));
+  int differing[3] = {0, 0, 0};
+  float least = 1, most = -1;
+  for (size_t i = 0; i < first.size(); ++i) {
+    differing[0] += otherCall.Value(i) != first[i];
+    differing[1] += otherSeed.Value(i) != first[i];
+    differing[2] += otherStream.Value(i) != first[i];
+    least = std::min(least, first[i]);
+    most = std::max(most, first[i]);
+  }
+  for (int d : differing) CHECK(d > 990);
+  CHECK(least >= -1.0f);
+  CHECK(most < 1.0f);
+  CHECK(least < -0.9f);  // spread over the whole range, not bunched
+  CHECK(most > 0.9f);
 }
 
 }  // namespace bench_engine_test

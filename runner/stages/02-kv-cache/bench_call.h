@@ -1,10 +1,12 @@
 // Stage 2's benchmark layout (runner/isolation/call_layout.h): what the bench child reads and
 // the buffers it lets decoder_step write. Shared by the bench driver (bench_driver.cc) and the
 // bench harness (bench_call.cc). A child runs one measurement at context length `context`
-// (kDecodeStep or kRecompute): an untimed decode step, then `calls` calls of the measurement,
-// each after the harness has cleared what it writes of `output` to NaN; with `callsSkipped`,
-// the clearing alone. The runner times the child from outside (runner/stages/bench_engine.h)
-// and reads the output the last call left.
+// (kDecodeStep or kRecompute): an untimed decode step on inputs of seed 0, then `calls` calls
+// of the measurement, call c on rows of x made from the timed calls' seed
+// (runner/stages/timed_inputs.h, stream kTimedX: the decode step's one row, the recompute's L)
+// and writing its output rows into slot c of `output` (the untimed call's is the last); with
+// `callsSkipped`, the inputs alone. The runner times the child from outside
+// (runner/stages/bench_engine.h) and checks calls it draws after the child has ended.
 #pragma once
 
 #include <array>
@@ -15,13 +17,15 @@
 namespace wb::stage02 {
 
 struct BenchCall {
-  static constexpr uint32_t kId = LayoutId("02-kv-cache bench v2");
+  static constexpr uint32_t kId = LayoutId("02-kv-cache bench v3");
   enum Buffer : uint32_t {
-    // Inputs, read-only: the weights, `context` rows of x, all MAX_T rows of the RoPE tables.
+    // Inputs: the weights, all MAX_T rows of the RoPE tables (read-only), and `context` rows
+    // of x, which the harness makes.
     kW, kX, kRopeCos, kRopeSin,
     // A filled cache: its values change nothing about the time of a step, only its length.
     kKCache, kVCache,
-    // The nine outputs, `context` rows each (a recompute writes them all).
+    // The nine outputs, `context` rows each (a recompute writes them all); the last, output,
+    // `slots` + 1 times.
     kNorm1, kQ, kK, kV, kAttnOut, kResidual1, kNorm2, kFfnOut, kOutput,
     kBufferCount
   };
@@ -33,8 +37,11 @@ struct BenchCall {
     int32_t context;       // L: the decode step is at position L - 1; the recompute has L tokens
     int32_t measurement;   // Measurement
     int32_t calls;         // timed calls after the untimed decode step
-    int32_t callsSkipped;  // 1: clear the output `calls` times, call nothing (the start-up child)
+    int32_t callsSkipped;  // 1: make the inputs `calls` times, call nothing (the start-up child)
+    int32_t slots;         // output slots laid out: calls may not exceed it
   };
+  // Which input of a call TimedInputs makes.
+  static constexpr uint32_t kTimedX = 2;
   // The output rows a measurement's calls write: the decode step's one, the recompute's L.
   static constexpr int OutputRows(const Params& p) { return p.measurement == kDecodeStep ? 1 : p.context; }
 };

@@ -7,9 +7,13 @@
 
 #include "bench_call.h"
 #include "reference/block/block.h"
+#include "reference/decode/decode.h"
 #include "reference/gen/block_data.h"
+#include "runner/compare/block_tolerances.h"
+#include "runner/compare/compare.h"
 #include "runner/isolation/shared_region.h"
 #include "runner/stages/bench_engine.h"
+#include "runner/stages/timed_inputs.h"
 
 namespace wb::stage02 {
 namespace {
@@ -20,6 +24,61 @@ std::string Duration(double seconds) {
   if (seconds >= 1.0) return fmt::format("{:.2f} s", seconds);
   if (seconds >= 1e-3) return fmt::format("{:.2f} ms", seconds * 1e3);
   return fmt::format("{:.1f} us", seconds * 1e6);
+}
+
+// What the bench's checks read: the block's weights, the RoPE tables and the cache the runner
+// laid out, as doubles.
+struct BenchReference {
+  ref::BlockShape shape;
+  ref::BlockWeights weights;
+  std::vector<double> ropeCos, ropeSin, kCache, vCache;
+};
+
+// The float64 output of `n` tokens at positions pos .. pos + n - 1 on rows `x`, reading the
+// runner's cache for the rows before pos and the call's own keys and values for its rows: the
+// stage-2 reference's definition (reference/decode/decode.h), step by step.
+std::vector<double> ReferenceOutput(const BenchReference& r, std::span<const float> x, int pos, int n) {
+  const ref::DecodeCall call{.pos = pos, .n = n};
+  const std::vector<double> xd(x.begin(), x.end());
+  const ref::BlockInputs inputs = ref::CallInputs(call, xd, r.ropeCos, r.ropeSin, r.shape.ropePairs(), {});
+  const size_t kv = static_cast<size_t>(r.shape.kvWidth());
+  ref::BlockState state;
+  for (ref::Checkpoint c : ref::kCheckpointOrder) {
+    if (c != ref::Checkpoint::kAttnOut) {
+      state[ref::Index(c)] = ref::ComputeCheckpoint(c, r.shape, {}, r.weights, inputs, state);
+      continue;
+    }
+    std::vector<double> keys(r.kCache.begin(), r.kCache.begin() + static_cast<ptrdiff_t>(size_t(pos) * kv));
+    std::vector<double> values(r.vCache.begin(), r.vCache.begin() + static_cast<ptrdiff_t>(size_t(pos) * kv));
+    const std::vector<double> own = ref::CachedKeyRows(r.shape, r.weights, call, state[ref::Index(ref::Checkpoint::kNorm1)],
+                                                       state[ref::Index(ref::Checkpoint::kK)], {});
+    keys.insert(keys.end(), own.begin(), own.end());
+    const std::vector<double>& v = state[ref::Index(ref::Checkpoint::kV)];
+    values.insert(values.end(), v.begin(), v.end());
+    std::vector<double> out(static_cast<size_t>(n) * r.shape.qWidth());
+    ref::AttendCached(state[ref::Index(ref::Checkpoint::kQ)], keys, values, call, r.shape, {}, {}, out);
+    state[ref::Index(c)] = std::move(out);
+  }
+  return state[ref::Index(ref::Checkpoint::kOutput)];
+}
+
+// A call of each batch, drawn at random, checked against the reference on that call's rows of x
+// (made again from the batch's seed), within the tolerance the stage's checks give the output:
+// the decode step's one row over the cache; of a recompute, its first row (a token alone: the
+// whole L rows would take the reference far longer than the bench, and a recompute that skips
+// work only makes the cache's gain look smaller).
+std::string CheckDrawnCall(const BenchReference& r, std::span<const float> slots, uint64_t seed, int calls,
+                           int length, BenchCall::Measurement m) {
+  const int c = DrawBelow(calls);
+  const size_t D = static_cast<size_t>(r.shape.model);
+  const size_t perCall = (m == BenchCall::kDecodeStep ? 1 : size_t(length)) * D;
+  std::vector<float> row(D);
+  TimedInputs(seed, BenchCall::kTimedX, static_cast<uint32_t>(c)).Fill(row.data(), D);
+  const std::vector<double> expected =
+      m == BenchCall::kDecodeStep ? ReferenceOutput(r, row, length - 1, 1) : ReferenceOutput(r, row, 0, 1);
+  if (Matches(slots.subspan(size_t(c) * perCall, D), expected, BlockTolerance(ref::Checkpoint::kOutput))) return "";
+  return fmt::format("timed call {} of {} wrote an output the reference does not: {}", c + 1, calls,
+                     kWrongWhenTimedText);
 }
 
 }  // namespace
@@ -42,13 +101,17 @@ Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& o
   const std::vector<int> contexts = options.contexts.empty() ? std::vector<int>{512, 4096} : options.contexts;
   const double budget = options.budgetSeconds > 0 ? options.budgetSeconds : 6.0;
   const ref::BlockShape shape = ref::Stage1Shape();
-  const int longest = *std::max_element(contexts.begin(), contexts.end());
-  const std::vector<float> x = ref::GenerateInputRows(1, longest, shape.model, 1.0);
   std::vector<float> ropeCos;
   std::vector<float> ropeSin;
   ref::MakeFloatRopeTables(kCacheRows, shape.headDim, ref::kRopeBase, ropeCos, ropeSin);
   const std::vector<float> kCache = ref::GenerateInputRows(2, kCacheRows, kCacheWidth, 1.0);
   const std::vector<float> vCache = ref::GenerateInputRows(3, kCacheRows, kCacheWidth, 1.0);
+  const BenchReference reference{.shape = shape,
+                                 .weights = ref::ViewPacked(shape, weights.values),
+                                 .ropeCos = {ropeCos.begin(), ropeCos.end()},
+                                 .ropeSin = {ropeSin.begin(), ropeSin.end()},
+                                 .kCache = {kCache.begin(), kCache.end()},
+                                 .vCache = {vCache.begin(), vCache.end()}};
 
   std::printf("Stage 2 bench: the time to produce one more token at context length L\n");
   std::printf("  decode step: decoder_step(n=1, pos=L-1), which reads L-1 cached rows\n");
@@ -58,46 +121,62 @@ Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& o
   std::printf("%8s  %12s %5s  %12s %5s  %10s\n", "context", "decode step", "runs", "recompute", "runs", "ratio");
   std::fflush(stdout);
   for (int length : contexts) {
+    // Each measurement's output slots (OutputSlots), and one for the untimed call.
+    auto slotsFor = [&](BenchLayout::Measurement m) {
+      return OutputSlots(size_t(m == BenchLayout::kDecodeStep ? 1 : length) * shape.model * sizeof(float));
+    };
     std::array<BufferSize, BenchLayout::kBufferCount> sizes{};
     sizes[BenchLayout::kW] = {weights.values.size(), shm::kReadOnly};
-    sizes[BenchLayout::kX] = {static_cast<size_t>(length) * shape.model, shm::kReadOnly};
+    sizes[BenchLayout::kX] = {static_cast<size_t>(length) * shape.model, shm::kWritable};
     sizes[BenchLayout::kRopeCos] = {ropeCos.size(), shm::kReadOnly};
     sizes[BenchLayout::kRopeSin] = {ropeSin.size(), shm::kReadOnly};
     sizes[BenchLayout::kKCache] = {kCache.size(), shm::kWritable};
     sizes[BenchLayout::kVCache] = {vCache.size(), shm::kWritable};
     for (ref::Checkpoint c : ref::kCheckpointOrder) {
       sizes[BenchLayout::kNorm1 + ref::Index(c)] = {static_cast<size_t>(length) * ref::CheckpointWidth(c, shape),
-                                          shm::kWritable};
+                                                    shm::kWritable};
     }
+    sizes[BenchLayout::kOutput].floats =
+        std::max(size_t(slotsFor(BenchLayout::kDecodeStep) + 1) * shape.model,
+                 size_t(slotsFor(BenchLayout::kRecompute) + 1) * size_t(length) * shape.model);
     auto created = SharedRegion::Create<BenchLayout>(sizes);
     if (!created.ok()) return created.error();
     SharedRegion& region = *created;
-    region.PoisonOutputs();
     std::copy(weights.values.begin(), weights.values.end(), region.Floats<BenchLayout>(BenchLayout::kW).begin());
-    std::copy(x.begin(), x.begin() + static_cast<ptrdiff_t>(length) * shape.model, region.Floats<BenchLayout>(BenchLayout::kX).begin());
     std::ranges::copy(ropeCos, region.Floats<BenchLayout>(BenchLayout::kRopeCos).begin());
     std::ranges::copy(ropeSin, region.Floats<BenchLayout>(BenchLayout::kRopeSin).begin());
-    std::ranges::copy(kCache, region.Floats<BenchLayout>(BenchLayout::kKCache).begin());
-    std::ranges::copy(vCache, region.Floats<BenchLayout>(BenchLayout::kVCache).begin());
 
     ChildLimits limits = context.limits;
     limits.wallSeconds = BatchWallSeconds(budget);
     CallTiming timings[2];
     for (const BenchLayout::Measurement m : {BenchLayout::kDecodeStep, BenchLayout::kRecompute}) {
       const char* what = m == BenchLayout::kDecodeStep ? "decode step" : "recompute";
-      std::vector<float> first;  // what the first batch's last call wrote
+      const int slotCount = slotsFor(m);
       RunBatch batch = [&](int calls, bool callsSkipped) -> Expected<BatchRun> {
-        const BenchLayout::Params params{
-            .context = length, .measurement = m, .calls = calls, .callsSkipped = callsSkipped ? 1 : 0};
+        const BenchLayout::Params params{.context = length, .measurement = m, .calls = calls,
+                                         .callsSkipped = callsSkipped ? 1 : 0, .slots = slotCount};
+        region.PoisonOutputs();
+        // The cache as the runner made it: a step writes its own row, and any code could write
+        // the others.
+        std::ranges::copy(kCache, region.Floats<BenchLayout>(BenchLayout::kKCache).begin());
+        std::ranges::copy(vCache, region.Floats<BenchLayout>(BenchLayout::kVCache).begin());
         region.SetParams<BenchLayout>(params);
         auto r = RunBatchChild(context.harness, region, limits, context.stage->function);
         if (!r.ok() || !r->failure.empty() || callsSkipped) return r;
-        const std::span<const float> wrote = region.Floats<BenchLayout>(BenchLayout::kOutput)
-                                                 .first(static_cast<size_t>(BenchLayout::OutputRows(params)) * shape.model);
-        if (!SameAsFirstBatch(first, wrote)) r->failure = fmt::format("{}: {}.", what, kSkippedWorkText);
+        const size_t perCall = static_cast<size_t>(BenchLayout::OutputRows(params)) * shape.model;
+        const std::span<const float> wrote =
+            region.Floats<BenchLayout>(BenchLayout::kOutput).first(size_t(calls) * perCall);
+        if (auto unwritten = FindUnwritten(wrote, calls, perCall)) {
+          r->failure = fmt::format("{}: timed call {} of {}: its output at row {}, column {} {}.", what,
+                                   unwritten->call + 1, calls, unwritten->element / shape.model,
+                                   unwritten->element % shape.model, kSkippedWorkText);
+        } else if (const std::string wrong = CheckDrawnCall(reference, wrote, r->seed, calls, length, m);
+                   !wrong.empty()) {
+          r->failure = fmt::format("{}: {}.", what, wrong);
+        }
         return r;
       };
-      auto timed = TimeCallsFromOutside(batch, budget);
+      auto timed = TimeCallsFromOutside(batch, budget, slotCount);
       if (!timed.ok()) return timed.error();
       if (!timed->failure.empty()) {
         std::printf("%8d  %s\n", length, timed->failure.c_str());

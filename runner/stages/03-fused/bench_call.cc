@@ -1,13 +1,11 @@
 // Stage 3's bench child: one measurement (bench_call.h), the student's matmul at one of the
 // block's four projection shapes or their fused_block, at one T and thread count: an untimed
-// call, then the timed calls, each after the output is cleared. It times nothing itself: the
-// runner times the child from outside and checks what the last call wrote
+// call, then the timed calls, each on inputs of its own and into an output slot of its own. It
+// times nothing itself: the runner times the child from outside and checks calls it draws
 // (runner/stages/bench_engine.h). The kernels were validated on the visible suite before this runs.
-#include <algorithm>
-#include <limits>
-
 #include "bench_call.h"
 #include "runner/harness/harness.h"
+#include "runner/stages/timed_inputs.h"
 #include "stage03_fused.h"
 
 static_assert(QKV == wb::stage03::kBenchShapes[0].out && F == wb::stage03::kBenchShapes[2].out,
@@ -19,32 +17,38 @@ void CallStage(Region& region) {
   using L = stage03::BenchCall;
   region.Bind<L>();
   const L::Params p = region.Params<L>();
-  if (p.measurement < 0 || p.measurement > stage03::kBenchShapeCount || p.calls < 0) {
+  if (p.measurement < 0 || p.measurement > stage03::kBenchShapeCount || p.calls < 0 || p.calls > p.slots) {
     Fail("the runner asked for a measurement the bench does not have: rebuild the workbook");
   }
   auto out = [&region](L::Buffer b) { return region.Floats<L>(b); };
   const bool block = p.measurement == stage03::kBenchShapeCount;
   const int offsets[stage03::kBenchShapeCount] = {OFF_WQ, OFF_WO, OFF_WGATE, OFF_WDOWN};
   const stage03::BenchShape shape = block ? stage03::BenchShape{"", D, D} : stage03::kBenchShapes[p.measurement];
-  float* evidence = block ? out(L::kOutput) : out(L::kMatmulOutput);
-  const size_t evidenceCount = static_cast<size_t>(p.tokens) * shape.out;
+  // What a call reads that changes from call to call, and where call c writes its output.
+  float* input = block ? out(L::kX) : out(L::kMatmulInput);
+  const size_t inputCount = static_cast<size_t>(p.tokens) * shape.in;
+  float* slots = block ? out(L::kOutput) : out(L::kMatmulOutput);
+  const size_t slotCount = static_cast<size_t>(p.tokens) * shape.out;
   const float* w = region.Floats<L>(L::kW);
-  auto call = [&] {
+  auto call = [&](float* y) {
     if (block) {
-      fused_block(p.tokens, p.threads, w, region.Floats<L>(L::kX), region.Floats<L>(L::kRopeCos),
-                  region.Floats<L>(L::kRopeSin), out(L::kNorm1), out(L::kQkv), out(L::kAttnOut), out(L::kResidual1),
-                  out(L::kNorm2), out(L::kHidden), out(L::kOutput));
+      fused_block(p.tokens, p.threads, w, input, region.Floats<L>(L::kRopeCos), region.Floats<L>(L::kRopeSin),
+                  out(L::kNorm1), out(L::kQkv), out(L::kAttnOut), out(L::kResidual1), out(L::kNorm2), out(L::kHidden),
+                  y);
     } else {
-      matmul(p.tokens, shape.out, shape.in, region.Floats<L>(L::kMatmulInput), w + offsets[p.measurement],
-             out(L::kMatmulOutput), Accumulate::kOverwrite, p.threads);
+      matmul(p.tokens, shape.out, shape.in, input, w + offsets[p.measurement], y, Accumulate::kOverwrite, p.threads);
     }
   };
   region.BeginCall(0);
-  call();  // untimed: pages, caches, the OpenMP thread pool
-  region.StartTimedCalls();
+  // Untimed, on inputs of seed 0 (never a timed call's), into the slot after the timed calls'
+  // (so a timed call that writes nothing leaves its own slot unwritten): pages, caches, the
+  // OpenMP thread pool.
+  TimedInputs(0, L::kTimedInputStream, 0).Fill(input, inputCount);
+  call(slots + static_cast<size_t>(p.slots) * slotCount);
+  const uint64_t seed = region.StartTimedCalls();
   for (int c = 0; c < p.calls; ++c) {
-    std::fill(evidence, evidence + evidenceCount, std::numeric_limits<float>::quiet_NaN());
-    if (p.callsSkipped == 0) call();
+    TimedInputs(seed, L::kTimedInputStream, static_cast<uint32_t>(c)).Fill(input, inputCount);
+    if (p.callsSkipped == 0) call(slots + static_cast<size_t>(c) * slotCount);
   }
   region.EndCall();
 }

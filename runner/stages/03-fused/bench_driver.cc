@@ -21,6 +21,9 @@
 #include "runner/isolation/shared_region.h"
 #include "runner/stages/bench_engine.h"
 #include "runner/stages/bench_support.h"
+#include "runner/stages/timed_inputs.h"
+#include "runner/compare/block_tolerances.h"
+#include "runner/compare/compare.h"
 #include "runner/stages/01-block/block_call.h"
 #include "runner/stages/03-fused/stage03_paths.h"
 
@@ -110,30 +113,59 @@ struct ChildTimings {
   std::string failure;  // why the child's figures are not used, "" when they are
 };
 
-// A matmul's output, checked at a sample of its elements against the same dot products in
-// double: 64 (t, o) pairs spread over the output. A float dot product of `in` terms is within
-// in * 2^-24 of the sum of |x w| (Higham, Accuracy and Stability of Numerical Algorithms,
-// 2nd ed., section 3.1); 1e-4 of it (above 1408 * 2^-24 = 8.4e-5) allows any order of the sums.
-std::string CheckMatmulSample(std::span<const float> y, std::span<const float> x, const float* W, int T,
-                              const BenchShape& shape) {
+// Timed calls' matmul outputs, checked at 64 elements drawn at random, each of a call drawn at
+// random, against the same dot product in double on that call's inputs (made again from the
+// batch's seed). A float dot product of `in` terms is within in * 2^-24 of the sum of |x w|
+// (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., section 3.1); 1e-4 of it
+// (above 1408 * 2^-24 = 8.4e-5) allows any order of the sums.
+std::string CheckMatmulCalls(std::span<const float> slots, uint64_t seed, int calls, const float* W, int T,
+                             const BenchShape& shape) {
   constexpr int kSamples = 64;
+  std::vector<float> x(static_cast<size_t>(shape.in));
+  const size_t perCall = static_cast<size_t>(T) * shape.out;
   for (int k = 0; k < kSamples; ++k) {
-    const int t = static_cast<int>((static_cast<int64_t>(k) * 7919) % T);
-    const int o = static_cast<int>((static_cast<int64_t>(k) * 104729) % shape.out);
+    const int c = DrawBelow(calls), t = DrawBelow(T), o = DrawBelow(shape.out);
+    TimedInputs(seed, BenchCall::kTimedInputStream, static_cast<uint32_t>(c))
+        .Fill(x.data(), x.size(), static_cast<size_t>(t) * shape.in);
     double sum = 0, magnitude = 0;
     for (int i = 0; i < shape.in; ++i) {
-      const double term = double(x[size_t(t) * shape.in + i]) * double(W[size_t(o) * shape.in + i]);
+      const double term = double(x[size_t(i)]) * double(W[size_t(o) * shape.in + i]);
       sum += term;
       magnitude += std::fabs(term);
     }
-    const double got = y[size_t(t) * shape.out + o];
+    const double got = slots[size_t(c) * perCall + size_t(t) * shape.out + o];
     if (!(std::fabs(got - sum) <= 1e-4 * magnitude + 1e-30)) {
-      return fmt::format("matmul {}: the timed call's output at row {}, column {} is {}, where the product is {:.7g}: "
-                         "the bench checks a sample of what the timed calls write, and this one is wrong",
-                         shape.name, t, o, got, sum);
+      return fmt::format("matmul {}: timed call {} of {} wrote {} at row {}, column {}, where the product is {:.7g}: {}",
+                         shape.name, c + 1, calls, got, t, o, sum, kWrongWhenTimedText);
     }
   }
   return "";
+}
+
+// A timed fused_block call kept for the check after the measurement: its batch's seed, which
+// call it was, and what it wrote.
+struct KeptBlockCall {
+  uint64_t seed = 0;
+  int call = 0;
+  int calls = 0;  // of its batch
+  std::vector<float> output;
+};
+
+// The kept call's output against the float64 reference block on that call's x (made again
+// from its seed), within the block's tolerance for its output (runner/compare/block_tolerances.h).
+std::string CheckBlockCall(const KeptBlockCall& kept, std::span<const float> weights, std::span<const float> ropeCos,
+                           std::span<const float> ropeSin, int T) {
+  const ref::BlockShape shape = ref::Stage1Shape();
+  std::vector<float> x(static_cast<size_t>(T) * shape.model);
+  TimedInputs(kept.seed, BenchCall::kTimedInputStream, static_cast<uint32_t>(kept.call)).Fill(x.data(), x.size());
+  const std::vector<double> xd(x.begin(), x.end()), cosd(ropeCos.begin(), ropeCos.end()),
+      sind(ropeSin.begin(), ropeSin.end());
+  const ref::BlockInputs inputs{.rows = T, .x = xd, .ropeCos = cosd, .ropeSin = sind};
+  const ref::BlockState expected = ref::RunBlock(shape, ref::BlockRecipe{}, ref::ViewPacked(shape, weights), inputs);
+  const std::vector<double>& output = expected[ref::Index(ref::Checkpoint::kOutput)];
+  if (Matches(kept.output, output, BlockTolerance(ref::Checkpoint::kOutput))) return "";
+  return fmt::format("fused_block: timed call {} of {} wrote an output the reference does not: {}", kept.call + 1,
+                     kept.calls, kWrongWhenTimedText);
 }
 
 // The first `measurements` of the child's (the four matmul shapes, then fused_block), each
@@ -143,28 +175,34 @@ Expected<ChildTimings> RunBenchChild(const std::string& harness, const PackedWei
   using L = BenchCall;
   const Sizes s = BlockSizes();
   const size_t rows = static_cast<size_t>(T);
-  const std::vector<float> x = ref::GenerateInputRows(1, T, s.D, 1.0);
-  const std::vector<float> input = ref::GenerateInputRows(2, T, s.F, 1.0);
   std::vector<float> ropeCos, ropeSin;
   ref::MakeFloatRopeTables(T, s.headDim, ref::kRopeBase, ropeCos, ropeSin);
+  // Each measurement's output slots: as many as OutputSlots allows for its width, and one
+  // more for the untimed call; the buffers are as large as the most slots of any.
+  auto slotsFor = [&](int m) {
+    return OutputSlots(rows * (m == kBenchShapeCount ? size_t(s.D) : size_t(kBenchShapes[m].out)) * sizeof(float));
+  };
+  size_t matmulFloats = 0;
+  for (int m = 0; m < kBenchShapeCount; ++m) {
+    matmulFloats = std::max(matmulFloats, size_t(slotsFor(m) + 1) * rows * size_t(kBenchShapes[m].out));
+  }
   std::array<BufferSize, L::kBufferCount> sizes{};
   sizes[L::kW] = {weights.values.size(), shm::kReadOnly};
-  sizes[L::kX] = {x.size(), shm::kReadOnly};
   sizes[L::kRopeCos] = {ropeCos.size(), shm::kReadOnly};
   sizes[L::kRopeSin] = {ropeSin.size(), shm::kReadOnly};
-  sizes[L::kMatmulInput] = {input.size(), shm::kReadOnly};
-  sizes[L::kMatmulOutput] = {rows * s.F, shm::kWritable};
-  for (L::Buffer b : {L::kNorm1, L::kAttnOut, L::kResidual1, L::kNorm2, L::kOutput}) sizes[b] = {rows * s.D, shm::kWritable};
+  sizes[L::kX] = {rows * s.D, shm::kWritable};
+  sizes[L::kMatmulInput] = {rows * s.F, shm::kWritable};
+  sizes[L::kMatmulOutput] = {matmulFloats, shm::kWritable};
+  for (L::Buffer b : {L::kNorm1, L::kAttnOut, L::kResidual1, L::kNorm2}) sizes[b] = {rows * s.D, shm::kWritable};
+  sizes[L::kOutput] = {size_t(slotsFor(kBenchShapeCount) + 1) * rows * s.D, shm::kWritable};
   sizes[L::kQkv] = {rows * s.QKV, shm::kWritable};
   sizes[L::kHidden] = {rows * s.F, shm::kWritable};
   auto created = SharedRegion::Create<L>(sizes);
   if (!created.ok()) return created.error();
   SharedRegion& region = *created;
   std::ranges::copy(weights.values, region.Floats<L>(L::kW).begin());
-  std::ranges::copy(x, region.Floats<L>(L::kX).begin());
   std::ranges::copy(ropeCos, region.Floats<L>(L::kRopeCos).begin());
   std::ranges::copy(ropeSin, region.Floats<L>(L::kRopeSin).begin());
-  std::ranges::copy(input, region.Floats<L>(L::kMatmulInput).begin());
   const ref::BlockWeights view = ref::ViewPacked(ref::Stage1Shape(), weights.values);
   const float* shapeWeights[kBenchShapeCount] = {view.wq.data(), view.wo.data(), view.gate.data(), view.down.data()};
   ChildLimits limits = context.limits;
@@ -174,28 +212,43 @@ Expected<ChildTimings> RunBenchChild(const std::string& harness, const PackedWei
   for (int m = 0; m < measurements; ++m) {
     const bool block = m == kBenchShapeCount;
     const std::string what = block ? "fused_block" : fmt::format("matmul {}", kBenchShapes[m].name);
-    const size_t width = block ? size_t(s.D) : size_t(kBenchShapes[m].out);
-    const L::Buffer evidence = block ? L::kOutput : L::kMatmulOutput;
-    std::vector<float> first;  // what the first batch's last call wrote
+    const size_t perCall = rows * (block ? size_t(s.D) : size_t(kBenchShapes[m].out));
+    const L::Buffer slots = block ? L::kOutput : L::kMatmulOutput;
+    const int slotCount = slotsFor(m);
+    std::vector<KeptBlockCall> kept;  // a call of each batch of the block's, drawn at random
     RunBatch batch = [&](int calls, bool callsSkipped) -> Expected<BatchRun> {
       region.PoisonOutputs();
       region.SetParams<L>({.tokens = T, .threads = threads, .measurement = m, .calls = calls,
-                           .callsSkipped = callsSkipped ? 1 : 0});
+                           .callsSkipped = callsSkipped ? 1 : 0, .slots = slotCount});
       auto r = RunBatchChild(harness, region, limits, "the bench");
       if (!r.ok()) return r;
       if (!r->failure.empty()) r->failure = what + ": " + r->failure;
       if (!r->failure.empty() || callsSkipped) return r;
-      const std::span<const float> wrote = region.Floats<L>(evidence).first(rows * width);
-      const bool firstBatch = first.empty();
-      if (!SameAsFirstBatch(first, wrote)) {
-        r->failure = fmt::format("{}: {}.", what, kSkippedWorkText);
-      } else if (firstBatch && !block) {
-        r->failure = CheckMatmulSample(wrote, input, shapeWeights[m], T, kBenchShapes[m]);
+      const std::span<const float> wrote = region.Floats<L>(slots).first(size_t(calls) * perCall);
+      if (auto unwritten = FindUnwritten(wrote, calls, perCall)) {
+        const size_t width = perCall / rows;
+        r->failure = fmt::format("{}: timed call {} of {}: its output at row {}, column {} {}.", what,
+                                 unwritten->call + 1, calls, unwritten->element / width, unwritten->element % width,
+                                 kSkippedWorkText);
+      } else if (block) {
+        const int c = DrawBelow(calls);
+        const std::span<const float> output = wrote.subspan(size_t(c) * perCall, perCall);
+        kept.push_back({.seed = r->seed, .call = c, .calls = calls, .output = {output.begin(), output.end()}});
+      } else {
+        const std::string wrong = CheckMatmulCalls(wrote, r->seed, calls, shapeWeights[m], T, kBenchShapes[m]);
+        if (!wrong.empty()) r->failure = wrong + ".";
       }
       return r;
     };
-    auto timed = TimeCallsFromOutside(batch, budget);
+    auto timed = TimeCallsFromOutside(batch, budget, slotCount);
     if (!timed.ok()) return timed.error();
+    if (timed->failure.empty() && block && !kept.empty()) {
+      // One of the batches' kept calls, drawn only now: the reference block is too slow to run
+      // on every batch, and no batch could know which one it is.
+      const KeptBlockCall& drawn = kept[size_t(DrawBelow(static_cast<int>(kept.size())))];
+      const std::string wrong = CheckBlockCall(drawn, weights.values, ropeCos, ropeSin, T);
+      if (!wrong.empty()) timed->failure = wrong + ".";
+    }
     if (!timed->failure.empty()) {
       result.failure = timed->failure;
       break;

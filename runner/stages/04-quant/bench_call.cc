@@ -1,11 +1,9 @@
 // Stage 4's bench child: one measurement (bench_call.h), the student's matmul_q at T = 1 over
 // matrices larger than the last-level cache or at T = 128, or their quant_block on a weight set
-// at T = 1 or T = 128, on one thread count: an untimed call, then the timed calls, each after
-// the output is cleared. It times nothing itself: the runner times the child from outside and
-// checks what the last call wrote (runner/stages/bench_engine.h). The kernels were validated on
-// the visible suite before this runs.
-#include <algorithm>
-#include <limits>
+// at T = 1 or T = 128, on one thread count: an untimed call, then the timed calls, each on
+// inputs of its own and into an output slot of its own. It times nothing itself: the runner
+// times the child from outside and checks calls it draws (runner/stages/bench_engine.h). The
+// kernels were validated on the visible suite before this runs.
 #include <vector>
 
 #include "bench_call.h"
@@ -40,14 +38,18 @@ void MapEveryPage(const unsigned char* bytes, size_t count) {
   (void)keep;
 }
 
-// The untimed call, then `calls` calls, each after `output` is cleared (or the clearing alone).
-template <typename Call>
-void RunCalls(Region& region, const L::Params& p, const Call& call, float* output, size_t outputCount) {
-  call();  // untimed: pages, caches, the OpenMP thread pool
-  region.StartTimedCalls();
+// The untimed call, on inputs of seed 0, into the slot after the timed calls' (so a timed call
+// that writes nothing leaves its own slot unwritten), then `calls` calls, call c after
+// makeInputs(seed, c), into slot c (or the inputs alone).
+template <typename MakeInputs, typename Call>
+void RunCalls(Region& region, const L::Params& p, const MakeInputs& makeInputs, const Call& call, float* slots,
+              size_t slotCount) {
+  makeInputs(0, 0);  // seed 0: never a timed call's
+  call(slots + static_cast<size_t>(p.slots) * slotCount);  // untimed: pages, caches, the OpenMP thread pool
+  const uint64_t seed = region.StartTimedCalls();
   for (int c = 0; c < p.calls; ++c) {
-    std::fill(output, output + outputCount, std::numeric_limits<float>::quiet_NaN());
-    if (p.callsSkipped == 0) call();
+    makeInputs(seed, static_cast<uint32_t>(c));
+    if (p.callsSkipped == 0) call(slots + static_cast<size_t>(c) * slotCount);
   }
 }
 
@@ -59,8 +61,7 @@ void TimeMatmulQ(Region& region, const L::Params& p, stage04::Weight weight, int
   // products, not the reads, take the time, and one copy will do.
   const int copyCount = T > 1 ? 1 : q4 ? p.q4Copies : p.q8Copies;
   const size_t copyBytes = MatrixBytes(weight, stage04::kDecodeRows, stage04::kDecodeCols);
-  const BlockQ8_0* xq = region.As<L, const BlockQ8_0>(L::kActivations);
-  float* y = region.Floats<L>(L::kY);
+  BlockQ8_0* xq = region.As<L, BlockQ8_0>(L::kActivations);
   // Each copy packed once, before the timing, when the student's file takes the optional step
   // (stage04_quant.h); freed after it.
   PackedWeights packed;
@@ -70,13 +71,18 @@ void TimeMatmulQ(Region& region, const L::Params& p, stage04::Weight weight, int
                                     .rows = rows, .cols = stage04::kDecodeCols}));
   }
   int next = 0;
+  const size_t activationBlocks = static_cast<size_t>(T) * (stage04::kDecodeCols / QK);
   RunCalls(
       region, p,
-      [&] {
+      [&](uint64_t seed, uint32_t c) {
+        stage04::TimedActivationBytes(TimedInputs(seed, L::kTimedActivations, c), 0, activationBlocks,
+                                      reinterpret_cast<unsigned char*>(xq));
+      },
+      [&](float* y) {
         matmul_q(T, xq, matrices[static_cast<size_t>(next)], y, Accumulate::kOverwrite, p.threads);
         next = (next + 1) % copyCount;
       },
-      y, static_cast<size_t>(T) * rows);
+      region.Floats<L>(L::kY), static_cast<size_t>(T) * rows);
 }
 
 void TimeBlock(Region& region, const L::Params& p, int set, int T) {
@@ -99,13 +105,14 @@ void TimeBlock(Region& region, const L::Params& p, int set, int T) {
                        .wdown = matrices[4]};
   auto out = [&region](L::Buffer b) { return region.Floats<L>(b); };
   auto blocks = [&region](L::Buffer b) { return region.As<L, BlockQ8_0>(b); };
+  float* x = region.Floats<L>(L::kX);
   RunCalls(
       region, p,
-      [&] {
-        quant_block(T, p.threads, w, region.Floats<L>(L::kX), region.Floats<L>(L::kRopeCos),
-                    region.Floats<L>(L::kRopeSin), out(L::kNorm1), blocks(L::kNorm1q), out(L::kQkv),
-                    out(L::kAttnOut), blocks(L::kAttnOutq), out(L::kResidual1), out(L::kNorm2), blocks(L::kNorm2q),
-                    out(L::kHidden), blocks(L::kHiddenq), out(L::kOutput));
+      [&](uint64_t seed, uint32_t c) { TimedInputs(seed, L::kTimedX, c).Fill(x, static_cast<size_t>(T) * D); },
+      [&](float* output) {
+        quant_block(T, p.threads, w, x, region.Floats<L>(L::kRopeCos), region.Floats<L>(L::kRopeSin), out(L::kNorm1),
+                    blocks(L::kNorm1q), out(L::kQkv), out(L::kAttnOut), blocks(L::kAttnOutq), out(L::kResidual1),
+                    out(L::kNorm2), blocks(L::kNorm2q), out(L::kHidden), blocks(L::kHiddenq), output);
       },
       out(L::kOutput), static_cast<size_t>(T) * D);
 }
@@ -116,7 +123,7 @@ void CallStage(Region& region) {
   region.Bind<L>();
   const L::Params p = region.Params<L>();
   if (p.q8Copies < 1 || p.q4Copies < 1 || p.threads < 1) Fail("the runner laid out no weights to time: rebuild");
-  if (p.measurement < 0 || p.measurement >= stage04::kQuantMeasurementCount || p.calls < 0) {
+  if (p.measurement < 0 || p.measurement >= stage04::kQuantMeasurementCount || p.calls < 0 || p.calls > p.slots) {
     Fail("the runner asked for a measurement the bench does not have: rebuild the workbook");
   }
   using stage04::Weight;

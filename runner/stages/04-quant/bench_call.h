@@ -3,21 +3,26 @@
 // yardstick (yardstick_main.cc).
 //
 // Contract: the runner lays out, read-only, `q8Copies` copies of a kDecodeRows x kDecodeCols
-// Q8_0 matrix back to back and `q4Copies` of the same matrix in Q4_0, kPrefillT rows of Q8_0
-// activations kDecodeCols wide, and the three weight sets of the block. A child runs one
-// measurement, `measurement` (QuantMeasurement's order), on `threads` threads: an untimed
-// call, then `calls` calls, each after the harness has cleared the call's output to NaN; with
-// `callsSkipped`, the clearing alone. The runner times the child from outside
-// (runner/stages/bench_engine.h) and reads the output the last call left. A measurement at
-// T = 1 runs on the next copy each time, so what one call reads the next does not find in the
-// cache.
+// Q8_0 matrix back to back and `q4Copies` of the same matrix in Q4_0, and the three weight sets
+// of the block; and, for the harness to fill, room for kPrefillT rows of Q8_0 activations
+// kDecodeCols wide and of x. A child runs one measurement, `measurement` (QuantMeasurement's order), on
+// `threads` threads: an untimed call on inputs of seed 0, then `calls` calls, call c on
+// inputs made from the timed calls' seed (runner/stages/timed_inputs.h: the activations by
+// TimedActivationBytes, the block's x as TimedInputs' values) and writing its output (matmul_q's
+// y, quant_block's output) into slot c of its buffer (the untimed call's is the last); with
+// `callsSkipped`, the inputs alone. The runner times the child from outside
+// (runner/stages/bench_engine.h) and checks calls it draws after the child has ended. A
+// measurement at T = 1 runs on the next copy each time, so what one call reads the next does
+// not find in the cache.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 #include "quant_call.h"
 #include "runner/isolation/call_layout.h"
+#include "runner/stages/timed_inputs.h"
 
 namespace wb::stage04 {
 
@@ -48,16 +53,17 @@ constexpr int BlockMeasurement(int set, int tokensIndex) {
 }
 
 struct QuantBenchCall {
-  static constexpr uint32_t kId = LayoutId("04-quant bench v2");
+  static constexpr uint32_t kId = LayoutId("04-quant bench v3");
   enum Buffer : uint32_t {
-    // Inputs, read-only: the decode matrices in each type, the activations (kPrefillT rows of
+    // Inputs: the decode matrices in each type, the activations (kPrefillT rows of
     // kDecodeCols / 32 Q8_0 blocks; T = 1 reads the first), each set's five matrices back to
     // back (QuantBlockCall::kMatrices' order), each set's rms1 then rms2 (D floats each),
-    // kPrefillT rows of x and of the RoPE tables.
+    // kPrefillT rows of x and of the RoPE tables. The harness writes the activations and x.
     kQ8Copies, kQ4Copies, kActivations, kSetMatrices0, kSetMatrices1, kSetMatrices2, kNormWeights, kX, kRopeCos,
     kRopeSin,
-    // What the kernels write: matmul_q's y (kPrefillT x kDecodeRows floats), then
-    // quant_block's eleven, each sized for kPrefillT rows.
+    // What the kernels write: matmul_q's y (`slots` + 1 outputs of up to kPrefillT x
+    // kDecodeRows floats), then quant_block's eleven, each sized for kPrefillT rows, its
+    // output `slots` + 1 times.
     kY, kNorm1, kNorm1q, kQkv, kAttnOut, kAttnOutq, kResidual1, kNorm2, kNorm2q, kHidden, kHiddenq, kOutput,
     kBufferCount
   };
@@ -73,9 +79,32 @@ struct QuantBenchCall {
     int32_t q4Copies;
     int32_t measurement;   // QuantMeasurement
     int32_t calls;         // timed calls after the untimed one
-    int32_t callsSkipped;  // 1: clear the output `calls` times, call nothing (the start-up child)
+    int32_t callsSkipped;  // 1: make the inputs `calls` times, call nothing (the start-up child)
+    int32_t slots;         // output slots laid out: calls may not exceed it
     Weight types[kBlockSetCount][5];  // each set's matrices, QuantBlockCall::kMatrices' order
   };
+  // Which input of a call TimedInputs makes: the activations, or the block's x.
+  static constexpr uint32_t kTimedActivations = 4;
+  static constexpr uint32_t kTimedX = 5;
 };
+
+// Q8_0 activation blocks firstBlock .. firstBlock + count - 1 of a call (row t's block j is
+// t * kDecodeCols / 32 + j), as ggml lays them out (34 bytes: a half scale, then 32 codes),
+// from that call's TimedInputs: a normal half scale from 2^-8 to 2^-6 and codes in -127 .. 127,
+// as the contract's quantizer makes them. Both the harness and the runner's check make them.
+inline void TimedActivationBytes(const TimedInputs& inputs, size_t firstBlock, size_t count, unsigned char* out) {
+  for (size_t b = firstBlock; b < firstBlock + count; ++b) {
+    const uint16_t scale = static_cast<uint16_t>(0x1C00u + (inputs.Word(5 * b) & 0x7FFu));
+    std::memcpy(out, &scale, sizeof scale);
+    out += sizeof scale;
+    for (size_t word = 0; word < 4; ++word) {
+      const uint64_t bits = inputs.Word(5 * b + 1 + word);
+      for (int k = 0; k < 8; ++k) {
+        const auto byte = static_cast<int>((bits >> (8 * k)) & 0xFFu);
+        *out++ = static_cast<unsigned char>(static_cast<int8_t>(byte == 0 ? -127 : byte - 128));
+      }
+    }
+  }
+}
 
 }  // namespace wb::stage04

@@ -33,6 +33,9 @@
 #include "runner/stages/04-quant/stage04_paths.h"
 #include "runner/stages/bench_engine.h"
 #include "runner/stages/bench_support.h"
+#include "runner/stages/timed_inputs.h"
+#include "runner/compare/compare.h"
+#include "quant_reference.h"
 
 namespace wb::stage04 {
 // The runner is a unity build: this file's helpers live in a namespace of their own, so no
@@ -164,6 +167,18 @@ void FillCopies(Weight type, int copies, std::span<unsigned char> out) {
   for (int c = 1; c < copies; ++c) std::memcpy(out.data() + c * matrix, out.data(), matrix);
 }
 
+// A measurement's T, its matrix's rows (matmul_q), and the floats one call's output holds.
+int TokensOf(int m) {
+  if (m == kDecodeQ8_0 || m == kDecodeQ4_0) return 1;
+  if (m < kFirstBlockMeasurement) return kPrefillT;
+  return kBlockTokens[size_t((m - kFirstBlockMeasurement) % int(kBlockTokens.size()))];
+}
+int RowsOf(int m) { return m == kDecodeQ8_0 || m == kDecodeQ4_0 ? kDecodeRows : kPrefillRows; }
+size_t OutputFloats(int m) {
+  return size_t(TokensOf(m)) * (m < kFirstBlockMeasurement ? size_t(RowsOf(m)) : size_t(ref::Stage1Shape().model));
+}
+int SlotsFor(int m) { return OutputSlots(OutputFloats(m) * sizeof(float)); }
+
 Expected<SharedRegion> LayOutRegion(const QuantWeightSets& sets, const Plan& plan) {
   const size_t rows = kPrefillT;
   const ref::BlockShape shape = ref::Stage1Shape();
@@ -172,18 +187,27 @@ Expected<SharedRegion> LayOutRegion(const QuantWeightSets& sets, const Plan& pla
   sizes[L::kQ8Copies] = BufferSize::Bytes(DecodeBytes(Weight::kQ8_0) * plan.q8Copies, shm::kReadOnly);
   sizes[L::kQ4Copies] = BufferSize::Bytes(DecodeBytes(Weight::kQ4_0) * plan.q4Copies, shm::kReadOnly);
   const size_t q8 = BlockBytes(Weight::kQ8_0);
-  sizes[L::kActivations] = BufferSize::Bytes(rows * (kDecodeCols / 32) * q8, shm::kReadOnly);
+  sizes[L::kActivations] = BufferSize::Bytes(rows * (kDecodeCols / 32) * q8, shm::kWritable);
   for (int s = 0; s < kBlockSetCount; ++s) {
     size_t bytes = 0;
     for (const QuantMatrixBytes& m : sets.at(kBlockSets[s]).matrices) bytes += m.bytes.size();
     sizes[L::kSetMatrices[s]] = BufferSize::Bytes(bytes, shm::kReadOnly);
   }
   sizes[L::kNormWeights] = {kBlockSetCount * 2 * D, shm::kReadOnly};
-  sizes[L::kX] = {rows * D, shm::kReadOnly};
+  sizes[L::kX] = {rows * D, shm::kWritable};
   sizes[L::kRopeCos] = {rows * shape.headDim / 2, shm::kReadOnly};
   sizes[L::kRopeSin] = {rows * shape.headDim / 2, shm::kReadOnly};
-  sizes[L::kY] = {rows * kDecodeRows, shm::kWritable};
-  for (L::Buffer b : {L::kNorm1, L::kAttnOut, L::kResidual1, L::kNorm2, L::kOutput}) sizes[b] = {rows * D, shm::kWritable};
+  // The output slots (OutputSlots), and one for the untimed call, of the measurement that
+  // needs the most room.
+  size_t yFloats = 0, outputFloats = 0;
+  for (int m = 0; m < kQuantMeasurementCount; ++m) {
+    const size_t floats = OutputFloats(m);
+    (m < kFirstBlockMeasurement ? yFloats : outputFloats) =
+        std::max(m < kFirstBlockMeasurement ? yFloats : outputFloats, size_t(SlotsFor(m) + 1) * floats);
+  }
+  sizes[L::kY] = {yFloats, shm::kWritable};
+  for (L::Buffer b : {L::kNorm1, L::kAttnOut, L::kResidual1, L::kNorm2}) sizes[b] = {rows * D, shm::kWritable};
+  sizes[L::kOutput] = {outputFloats, shm::kWritable};
   sizes[L::kQkv] = {rows * QKV, shm::kWritable};
   sizes[L::kHidden] = {rows * F, shm::kWritable};
   for (L::Buffer b : {L::kNorm1q, L::kAttnOutq, L::kNorm2q}) sizes[b] = BufferSize::Bytes(rows * D / 32 * q8, shm::kWritable);
@@ -193,7 +217,6 @@ Expected<SharedRegion> LayOutRegion(const QuantWeightSets& sets, const Plan& pla
   SharedRegion& region = *created;
   FillCopies(Weight::kQ8_0, plan.q8Copies, region.Bytes<L>(L::kQ8Copies));
   FillCopies(Weight::kQ4_0, plan.q4Copies, region.Bytes<L>(L::kQ4Copies));
-  FillBlocks(Weight::kQ8_0, rows * (kDecodeCols / 32), region.Bytes<L>(L::kActivations).data(), 16);
   std::span<float> norms = region.Floats<L>(L::kNormWeights);
   for (int s = 0; s < kBlockSetCount; ++s) {
     const QuantWeightSet& set = sets.at(kBlockSets[s]);
@@ -202,10 +225,8 @@ Expected<SharedRegion> LayOutRegion(const QuantWeightSets& sets, const Plan& pla
     std::ranges::copy(set.rms1, norms.begin() + s * 2 * D);
     std::ranges::copy(set.rms2, norms.begin() + s * 2 * D + D);
   }
-  const std::vector<float> x = ref::GenerateInputRows(1, kPrefillT, shape.model, 1.0);
   std::vector<float> ropeCos, ropeSin;
   ref::MakeFloatRopeTables(kPrefillT, shape.headDim, ref::kRopeBase, ropeCos, ropeSin);
-  std::ranges::copy(x, region.Floats<L>(L::kX).begin());
   std::ranges::copy(ropeCos, region.Floats<L>(L::kRopeCos).begin());
   std::ranges::copy(ropeSin, region.Floats<L>(L::kRopeSin).begin());
   return created;
@@ -231,26 +252,26 @@ struct ChildTimings {
   std::string failure;  // why the child's figures are not used; "" when they are
 };
 
-// matmul_q's output at T rows of `activations` on the first copy of a decode matrix (the
-// measurement's last call read the copy its call count led to, and every copy holds the same
-// matrix), checked at a sample of its elements against the same sums in double: each block's
-// integer dot product is exact, and the float kernel's rounding of the block sums (kDecodeCols /
-// 32 of them, each a product of two halves and an integer) is far inside 1e-4 of their magnitude.
-std::string CheckMatmulQSample(std::span<const float> y, Weight type, std::span<const unsigned char> copy,
-                               std::span<const unsigned char> activations, int T, int rows) {
+// Timed calls' matmul_q outputs, checked at 64 elements drawn at random, each of a call drawn
+// at random, against the same sums in double on that call's activations (made again from the
+// batch's seed) and the decode matrix (every copy holds the same one): each block's integer dot
+// product is exact, and the float kernel's rounding of the block sums (kDecodeCols / 32 of
+// them, each a product of two halves and an integer) is far inside 1e-4 of their magnitude.
+std::string CheckMatmulQCalls(std::span<const float> slots, uint64_t seed, int calls, Weight type,
+                              std::span<const unsigned char> copy, int T, int rows) {
   constexpr int kSamples = 64;
-  const size_t rowBytes = (kDecodeCols / 32) * BlockBytes(type);
-  const size_t activationRowBytes = (kDecodeCols / 32) * BlockBytes(Weight::kQ8_0);
+  constexpr size_t kRowBlocks = kDecodeCols / 32;
+  const size_t rowBytes = kRowBlocks * BlockBytes(type);
   const TensorType tensorType = type == Weight::kQ4_0 ? TensorType::kQ4_0 : TensorType::kQ8_0;
   std::vector<float> w(kDecodeCols), x(kDecodeCols);
+  std::vector<unsigned char> activations(kRowBlocks * BlockBytes(Weight::kQ8_0));
+  const auto asBytes = [](std::span<const unsigned char> b) { return std::as_bytes(b); };
   for (int k = 0; k < kSamples; ++k) {
-    const int t = static_cast<int>((static_cast<int64_t>(k) * 7919) % T);
-    const int o = static_cast<int>((static_cast<int64_t>(k) * 104729) % rows);
-    const auto asBytes = [](std::span<const unsigned char> b) { return std::as_bytes(b); };
+    const int c = DrawBelow(calls), t = DrawBelow(T), o = DrawBelow(rows);
+    TimedActivationBytes(TimedInputs(seed, L::kTimedActivations, static_cast<uint32_t>(c)), size_t(t) * kRowBlocks,
+                         kRowBlocks, activations.data());
     if (!DequantizeRow(tensorType, asBytes(copy.subspan(size_t(o) * rowBytes, rowBytes)), w).ok() ||
-        !DequantizeRow(TensorType::kQ8_0, asBytes(activations.subspan(size_t(t) * activationRowBytes, activationRowBytes)),
-                       x)
-             .ok()) {
+        !DequantizeRow(TensorType::kQ8_0, asBytes(activations), x).ok()) {
       return "the bench could not read back its own blocks: this is a bug in the workbook";
     }
     double sum = 0, magnitude = 0;
@@ -258,14 +279,40 @@ std::string CheckMatmulQSample(std::span<const float> y, Weight type, std::span<
       sum += double(w[size_t(i)]) * double(x[size_t(i)]);
       magnitude += std::fabs(double(w[size_t(i)]) * double(x[size_t(i)]));
     }
-    const double got = y[size_t(t) * size_t(rows) + size_t(o)];
+    const double got = slots[size_t(c) * size_t(T) * size_t(rows) + size_t(t) * size_t(rows) + size_t(o)];
     if (!(std::fabs(got - sum) <= 1e-4 * magnitude + 1e-30)) {
-      return fmt::format("the timed call's output at row {}, column {} is {}, where the product is {:.7g}: the bench "
-                         "checks a sample of what the timed calls write, and this one is wrong",
-                         t, o, got, sum);
+      return fmt::format("timed call {} of {} wrote {} at row {}, column {}, where the product is {:.7g}: {}", c + 1,
+                         calls, got, t, o, sum, kWrongWhenTimedText);
     }
   }
   return "";
+}
+
+// A timed quant_block call kept for the check after the measurement: its batch's seed, which
+// call it was, its batch's calls, and what it wrote.
+struct KeptBlockCall {
+  uint64_t seed = 0;
+  int call = 0;
+  int calls = 0;
+  std::vector<float> output;
+};
+
+// The kept call's output against the float64 reference of the quantized block on that call's x
+// (made again from its seed), within the tolerance the stage's checks give the output
+// (ChainTolerance: roundings to Q8_0 that flip upstream move it).
+std::string CheckBlockCall(const KeptBlockCall& kept, const QuantWeightSet& set, int T) {
+  const ref::BlockShape shape = ref::Stage1Shape();
+  std::vector<float> x(size_t(T) * shape.model);
+  TimedInputs(kept.seed, L::kTimedX, static_cast<uint32_t>(kept.call)).Fill(x.data(), x.size());
+  std::vector<float> ropeCos, ropeSin;
+  ref::MakeFloatRopeTables(T, shape.headDim, ref::kRopeBase, ropeCos, ropeSin);
+  const std::vector<double> xd(x.begin(), x.end()), cosd(ropeCos.begin(), ropeCos.end()),
+      sind(ropeSin.begin(), ropeSin.end());
+  const ref::BlockInputs inputs{.rows = T, .x = xd, .ropeCos = cosd, .ropeSin = sind};
+  const QuantizedBlockReference reference = RunQuantizedBlock(shape, ref::ViewPacked(shape, set.values), inputs);
+  if (Matches(kept.output, reference.buffers[At(Step::kOutput)], ChainTolerance(ref::Checkpoint::kOutput))) return "";
+  return fmt::format("timed call {} of {} wrote an output the reference does not: {}", kept.call + 1, kept.calls,
+                     kWrongWhenTimedText);
 }
 
 // The first `measurements` of QuantMeasurement's, each timed from outside: a child per batch.
@@ -273,7 +320,7 @@ Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets
                                      double budget, const StageContext& context,
                                      int measurements = kQuantMeasurementCount) {
   L::Params params{.threads = threads, .q8Copies = plan.q8Copies, .q4Copies = plan.q4Copies, .measurement = 0,
-                   .calls = 0, .callsSkipped = 0, .types = {}};
+                   .calls = 0, .callsSkipped = 0, .slots = 0, .types = {}};
   for (int s = 0; s < kBlockSetCount; ++s) {
     const QuantWeightSet& set = sets.at(kBlockSets[s]);
     for (size_t m = 0; m < set.matrices.size(); ++m) params.types[s][m] = set.matrices[m].type;
@@ -290,38 +337,48 @@ Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets
   for (int m = 0; m < measurements; ++m) {
     const bool matmul = m < kFirstBlockMeasurement;
     const Weight type = m == kDecodeQ4_0 || m == kPrefillQ4_0 ? Weight::kQ4_0 : Weight::kQ8_0;
-    const int T = m == kDecodeQ8_0 || m == kDecodeQ4_0 ? 1
-                  : matmul                             ? kPrefillT
-                                                       : kBlockTokens[size_t((m - kFirstBlockMeasurement) %
-                                                                             int(kBlockTokens.size()))];
-    const int rows = m == kDecodeQ8_0 || m == kDecodeQ4_0 ? kDecodeRows : kPrefillRows;
-    const L::Buffer evidence = matmul ? L::kY : L::kOutput;
-    const size_t evidenceCount = size_t(T) * (matmul ? size_t(rows) : size_t(ref::Stage1Shape().model));
-    std::vector<float> first;  // what the first batch's last call wrote
+    const int T = TokensOf(m);
+    const size_t perCall = OutputFloats(m);
+    const int slotCount = SlotsFor(m);
+    const L::Buffer slots = matmul ? L::kY : L::kOutput;
+    std::vector<KeptBlockCall> kept;  // a call of each batch of the block's, drawn at random
     RunBatch batch = [&](int calls, bool callsSkipped) -> Expected<BatchRun> {
       params.measurement = m;
       params.calls = calls;
       params.callsSkipped = callsSkipped ? 1 : 0;
+      params.slots = slotCount;
       region.SetParams<L>(params);
       region.PoisonOutputs();
       auto r = RunBatchChild(context.harness, region, limits, "the bench");
       if (!r.ok()) return r;
       if (!r->failure.empty()) r->failure = MeasurementName(m) + ": " + r->failure;
       if (!r->failure.empty() || callsSkipped) return r;
-      const std::span<const float> wrote = region.Floats<L>(evidence).first(evidenceCount);
-      const bool firstBatch = first.empty();
-      if (!SameAsFirstBatch(first, wrote)) {
-        r->failure = fmt::format("{}: {}.", MeasurementName(m), kSkippedWorkText);
-      } else if (firstBatch && matmul) {
+      const std::span<const float> wrote = region.Floats<L>(slots).first(size_t(calls) * perCall);
+      if (auto unwritten = FindUnwritten(wrote, calls, perCall)) {
+        const size_t width = perCall / size_t(T);
+        r->failure = fmt::format("{}: timed call {} of {}: its output at row {}, column {} {}.", MeasurementName(m),
+                                 unwritten->call + 1, calls, unwritten->element / width, unwritten->element % width,
+                                 kSkippedWorkText);
+      } else if (matmul) {
         const std::string wrong =
-            CheckMatmulQSample(wrote, type, region.Bytes<L>(type == Weight::kQ4_0 ? L::kQ4Copies : L::kQ8Copies),
-                               region.Bytes<L>(L::kActivations), T, rows);
+            CheckMatmulQCalls(wrote, r->seed, calls, type,
+                              region.Bytes<L>(type == Weight::kQ4_0 ? L::kQ4Copies : L::kQ8Copies), T, RowsOf(m));
         if (!wrong.empty()) r->failure = MeasurementName(m) + ": " + wrong + ".";
+      } else {
+        const int c = DrawBelow(calls);
+        const std::span<const float> output = wrote.subspan(size_t(c) * perCall, perCall);
+        kept.push_back({.seed = r->seed, .call = c, .calls = calls, .output = {output.begin(), output.end()}});
       }
       return r;
     };
-    auto timed = TimeCallsFromOutside(batch, budget);
+    auto timed = TimeCallsFromOutside(batch, budget, slotCount);
     if (!timed.ok()) return timed.error();
+    if (timed->failure.empty() && !matmul && !kept.empty()) {
+      // One of the batches' kept calls, drawn only now: no batch could know which one it is.
+      const int set = (m - kFirstBlockMeasurement) / int(kBlockTokens.size());
+      const std::string wrong = CheckBlockCall(kept[size_t(DrawBelow(int(kept.size())))], sets.at(kBlockSets[set]), T);
+      if (!wrong.empty()) timed->failure = MeasurementName(m) + ": " + wrong + ".";
+    }
     if (!timed->failure.empty()) {
       result.failure = timed->failure;
       break;

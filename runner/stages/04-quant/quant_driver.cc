@@ -54,23 +54,8 @@ constexpr const char* kBlockLesson = "docs/stages/01-block.md";
 std::vector<double> ToDouble(std::span<const float> values) { return {values.begin(), values.end()}; }
 std::vector<float> ToFloat(std::span<const double> values) { return {values.begin(), values.end()}; }
 
-// Tolerances. The chain view's allow for roundings flipped upstream: a float one ulp away
-// from a halfway point may quantize to the next code, which moves every output of the next
-// matmul by that code's step times a weight. Measured with the solution on the visible suite
-// (docs/stages/04-quant.md, "Tolerances"): q, k and v up to 1.4e-3 of their RMS (one flip),
-// attnOut, residual1 and norm2 up to 2.2e-3; hidden up to 4.7e-2 of its RMS at an element of
-// 6x the RMS, where a flip in norm2q moves both SiLU(gate) and up, and ffnOut and output
-// inherit it. Each figure has 7x headroom or more; the mistakes this view exists for (a
-// wrong operator when the local view cannot run) move elements by the buffer's RMS. The
-// local view's are float sums alone (block_tolerances.cc's reasoning): 1e-4 of the RMS.
-Tolerance ChainTolerance(Checkpoint c) {
-  if (c == Checkpoint::kNorm1) return BlockTolerance(c);
-  if (c == Checkpoint::kQ || c == Checkpoint::kK || c == Checkpoint::kV) return {.absoluteOfRms = 1e-2, .relative = 1e-3};
-  if (c == Checkpoint::kAttnOut || c == Checkpoint::kResidual1 || c == Checkpoint::kNorm2) {
-    return {.absoluteOfRms = 2e-2, .relative = 2e-3};
-  }
-  return {.absoluteOfRms = 0.25, .relative = 2e-2};
-}
+// The chain view's tolerances are ChainTolerance (quant_reference.h). The local view's are float
+// sums alone (block_tolerances.cc's reasoning): 1e-4 of the RMS.
 constexpr Tolerance kLocalProjection = {.absoluteOfRms = 1e-4, .relative = 1e-4};
 constexpr Tolerance kLocalSwiglu = {.absoluteOfRms = 2e-4, .relative = 2e-4};
 

@@ -1,5 +1,7 @@
 #include "quant_reference.h"
 
+#include "runner/compare/block_tolerances.h"
+
 #include "quant_checks.h"
 #include "runner/blocks/block_buffers.h"
 #include "reference/block/ops.h"
@@ -45,6 +47,16 @@ QuantizedBlockReference RunQuantizedBlock(const ref::BlockShape& shape, const re
   e[At(Step::kOutput)].resize(e[At(Step::kFfnOut)].size());
   ref::Add(e[At(Step::kResidual1)], e[At(Step::kFfnOut)], e[At(Step::kOutput)]);
   return r;
+}
+
+Tolerance ChainTolerance(ref::Checkpoint c) {
+  using ref::Checkpoint;
+  if (c == Checkpoint::kNorm1) return BlockTolerance(c);
+  if (c == Checkpoint::kQ || c == Checkpoint::kK || c == Checkpoint::kV) return {.absoluteOfRms = 1e-2, .relative = 1e-3};
+  if (c == Checkpoint::kAttnOut || c == Checkpoint::kResidual1 || c == Checkpoint::kNorm2) {
+    return {.absoluteOfRms = 2e-2, .relative = 2e-3};
+  }
+  return {.absoluteOfRms = 0.25, .relative = 2e-2};
 }
 
 }  // namespace wb::stage04
