@@ -13,6 +13,7 @@
 #include "runner/generate/decoder_session.h"
 #include "runner/generate/program_support.h"
 #include "runner/harness/allocation_count.h"
+#include "runner/harness/stop_self.h"
 #include "runner/harness/trusted_clock.h"
 
 namespace wb::generate {
@@ -76,6 +77,11 @@ int RunBench(const GenerateSettings& s) {
     // the library's.
     using Clock = std::chrono::steady_clock;
     double trustedTotal = 0, libraryTotal = 0;
+    // Where the runner's clock starts and stops a span (--bench-stops): just around the timed
+    // work, on the timed runs only.
+    auto markSpan = [&](int run) {
+      if (s.benchStops && run > 0) harness::StopThisProcess();
+    };
     auto timed = [&](const auto& call) {
       const auto libraryStart = Clock::now();
       const double start = harness::TrustedSeconds();
@@ -88,9 +94,12 @@ int RunBench(const GenerateSettings& s) {
     for (int run = 0; run <= s.benchRepeats; ++run) {  // run 0 warms pages, caches and threads
       session.Reset();
       std::span<const float> logits;
+      markSpan(run);
       const double prefillSeconds = timed([&] { logits = session.Forward(prompt); });
+      markSpan(run);
       if (logits.empty()) return Fail(1, DecoderProblem(s, session, 0, prompt.size()));
       double decodeSeconds = 0;
+      markSpan(run);
       for (int step = 0; step < s.benchDecode; ++step) {
         int32_t next = Argmax(logits);
         const int before = session.size();
@@ -99,6 +108,7 @@ int RunBench(const GenerateSettings& s) {
         if (run > 0) decodeAllocations += harness::AllocationsSoFar() - allocationsBefore;
         if (logits.empty()) return Fail(1, DecoderProblem(s, session, before, 1));
       }
+      markSpan(run);
       if (run == 0) continue;
       if (!harness::ClocksAgree(trustedTotal, libraryTotal)) {
         return Fail(1, "the program's clock (clock_gettime as the C library gives it) disagreed with the system's: "

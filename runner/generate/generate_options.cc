@@ -36,6 +36,7 @@ void AddGenerateOptions(CLI::App& app, GenerateSettings& s) {
   app.add_option("--bench-decode", s.benchDecode)->group("");
   app.add_option("--bench-repeats", s.benchRepeats)->group("");
   app.add_option("--bench-threads", s.benchThreads)->group("");
+  app.add_flag("--bench-stops", s.benchStops)->group("");
   app.add_option("--plot", s.plot)->group("");
   app.add_option("--decoder-name", s.decoderName)->group("");
 }
@@ -60,6 +61,7 @@ std::vector<std::string> ToArguments(const GenerateSettings& s) {
     a.insert(a.end(), {"--bench", "--bench-prefill", std::to_string(s.benchPrefill), "--bench-decode",
                        std::to_string(s.benchDecode), "--bench-repeats", std::to_string(s.benchRepeats),
                        "--bench-threads", s.benchThreads});
+    if (s.benchStops) a.push_back("--bench-stops");
     if (!s.plot.empty()) a.insert(a.end(), {"--plot", s.plot});
   }
   return a;

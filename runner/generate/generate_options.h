@@ -35,6 +35,9 @@ struct GenerateSettings {
   int benchDecode = 64;
   int benchRepeats = 3;
   std::string benchThreads = "1,2";
+  // The runner times the runs from outside: the program stops itself where each timed
+  // prefill and decode begins and ends (generate_bench.h), and the runner's clock times them.
+  bool benchStops = false;
   std::string plot;
   std::string decoderName = "the solution's decoder (solutions/05-decoder)";
 };

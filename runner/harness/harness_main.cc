@@ -16,6 +16,7 @@
 #include <typeinfo>
 
 #include "harness.h"
+#include "stop_self.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define WB_UNDER_ASAN 1
@@ -167,39 +168,11 @@ void Region::EndCall() {
   header_->child.callNanoseconds = header_->child.callNanoseconds + (NowNanoseconds() - callStart_);
 }
 
-// The stop is asked of the kernel directly (x86-64: syscall; AArch64: svc), as
-// trusted_clock.h reads its clock: the student's code is linked into this program, and a raise()
-// or kill() of its own would take the C library's place, so that a file could keep the child
-// from stopping here (and the bench would blame the workbook) or stop it later, where the
-// runner's clock would start after some of the timed calls. Any other stop the code makes is
-// resumed by the runner without moving the start (ChildLimits::resumeStops).
+// The stop is asked of the kernel directly (StopThisProcess, stop_self.h): a raise() of the
+// student's own could keep the child from stopping here or stop it later. Any other stop the
+// code makes is resumed by the runner without moving the start (ChildLimits::resumeStops).
 uint64_t Region::StartTimedCalls() {
-#if defined(__x86_64__)
-  long pid;
-  asm volatile("syscall" : "=a"(pid) : "0"(39L /* SYS_getpid */) : "rcx", "r11", "memory");
-  long result;
-  asm volatile("syscall"
-               : "=a"(result)
-               : "0"(62L /* SYS_kill */), "D"(pid), "S"(static_cast<long>(SIGSTOP))
-               : "rcx", "r11", "memory");
-  (void)result;
-#elif defined(__aarch64__)
-  long pid;
-  {
-    register long number asm("x8") = 172;  // SYS_getpid
-    register long result asm("x0");
-    asm volatile("svc 0" : "=r"(result) : "r"(number) : "memory");
-    pid = result;
-  }
-  {
-    register long number asm("x8") = 129;  // SYS_kill
-    register long target asm("x0") = pid;
-    register long signal asm("x1") = SIGSTOP;
-    asm volatile("svc 0" : "+r"(target) : "r"(number), "r"(signal) : "memory");
-  }
-#else
-  raise(SIGSTOP);  // no direct call written for this architecture
-#endif
+  StopThisProcess();
   // Written by the runner while this child was stopped; read only now (the asm's "memory"
   // clobber and the volatile field keep the read here).
   return header_->timedSeed;

@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -479,6 +481,39 @@ namespace {
 
 volatile sig_atomic_t g_interruptsToForward = 0;
 
+// SIGCHLD, blocked in this thread and readable from a signalfd, while it lives (when `on`);
+// fd() is -1 otherwise (poll skips it). The thread's signal mask is restored after.
+class ChildSignalWatch {
+ public:
+  explicit ChildSignalWatch(bool on) {
+    if (!on) return;
+    sigset_t child;
+    sigemptyset(&child);
+    sigaddset(&child, SIGCHLD);
+    if (pthread_sigmask(SIG_BLOCK, &child, &previous_) != 0) return;
+    blocked_ = true;
+    fd_ = signalfd(-1, &child, SFD_NONBLOCK | SFD_CLOEXEC);
+  }
+  ~ChildSignalWatch() {
+    if (fd_ >= 0) close(fd_);
+    if (blocked_) pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  ChildSignalWatch(const ChildSignalWatch&) = delete;
+  ChildSignalWatch& operator=(const ChildSignalWatch&) = delete;
+  int fd() const { return fd_; }
+  void Drain() const {
+    if (fd_ < 0) return;
+    signalfd_siginfo info;
+    while (read(fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool blocked_ = false;
+  sigset_t previous_{};
+};
+
 void CountInterrupt(int) { g_interruptsToForward = g_interruptsToForward + 1; }
 
 // Writes all of `data` to `fd` (a terminal or a pipe that may take it in parts).
@@ -575,9 +610,15 @@ Expected<ProgramRun> RunConfinedProgram(const std::vector<std::string>& argv, co
   };
   int status = 0;
   int forwarded = 0;
+  std::optional<std::chrono::steady_clock::time_point> spanFrom;  // timedSpans: the open span's resuming
+  // timedSpans: the child's stops wake the loop at once (SIGCHLD, blocked in this thread and
+  // read from a signalfd); should another thread of the runner take the signal, the loop
+  // still looks every millisecond while a span runs.
+  const ChildSignalWatch stops(limits.timedSpans);
   for (;;) {
-    pollfd polled[3] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}, {child.endedFd(), POLLIN, 0}};
-    poll(polled, 3, 50);
+    pollfd polled[4] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}, {child.endedFd(), POLLIN, 0}, {stops.fd(), POLLIN, 0}};
+    poll(polled, 4, spanFrom ? 1 : 50);
+    stops.Drain();
     relay(fds[0], relayStdout);
     relay(fds[1], STDERR_FILENO);
     for (; forwarded < g_interruptsToForward; ++forwarded) {
@@ -585,6 +626,19 @@ Expected<ProgramRun> RunConfinedProgram(const std::vector<std::string>& argv, co
       run.interrupted = true;
     }
     if (child.TryReap(&status)) break;
+    if (limits.timedSpans && child.TryStopped()) {
+      const auto now = std::chrono::steady_clock::now();
+      ++run.stops;
+      if (spanFrom) {
+        run.spanSeconds.push_back(std::chrono::duration<double>(now - *spanFrom).count());
+        spanFrom.reset();
+      } else {
+        // The clock starts before the child can run: once resumed, its threads may take every
+        // CPU, and this process might not run again until the span has ended.
+        spanFrom = now;
+      }
+      child.Resume();
+    }
     if (limits.wallSeconds > 0 &&
         std::chrono::steady_clock::now() - start >= std::chrono::duration<double>(limits.wallSeconds)) {
       child.KillAndReap(&status);

@@ -92,6 +92,12 @@ struct ProgramLimits {
   // The version of the solution's kernels to run (WB_KERNEL_VERSION in the child's
   // environment, runner/engine/kernel_versions.h); "": the code's own choice.
   std::string kernelVersion;
+  // The program stops itself (SIGSTOP) where each span of timed work begins and again where it
+  // ends (runner/harness/stop_self.h): the runner resumes it each time and times each span by
+  // its own clock, from the resuming to the next stop (ProgramRun::spanSeconds). While a span
+  // runs the runner looks for the stop every millisecond. Off: a program that stops stays
+  // stopped until its time limit.
+  bool timedSpans = false;
 };
 
 struct ProgramRun {
@@ -99,6 +105,10 @@ struct ProgramRun {
   bool timedOut = false;
   bool interrupted = false;
   std::string stdoutText;  // with relayStdout -1
+  // With ProgramLimits::timedSpans: each span's seconds, in order, and how many times the
+  // program stopped (twice a span, when it keeps to the protocol; the caller checks the count).
+  std::vector<double> spanSeconds;
+  int stops = 0;
 };
 
 Expected<ProgramRun> RunConfinedProgram(const std::vector<std::string>& argv, const ProgramLimits& limits,

@@ -28,9 +28,11 @@ and an output slot of its own, and check calls drawn at random: skipped work is 
 (in stages 3 and 4; stage 2's checks call decoder_step many times in one process, so there a
 file that counts calls fails its checks first), and a fake clock changes nothing, so the bench
 must measure and print its table (with no figure above the machine's roof, which stages 3 and
-4 would refuse). Stage 5 times inside
-the generate program: there the fake clock is refused (runner/generate; its logits are cleared
-before each call by generate's own check). A refused bench must exit 1, print no table, and
+4 would refuse). Stage 5's generate program stops itself around each timed prefill and decode,
+and the runner times those spans by its own clock: a decoder that stops its own process in the
+middle of a timed decode (to end a span early) is refused for the stops it added, a raise() of
+its own changes nothing, and a fake clock is refused by the program (which checks the clock it
+sees against the kernel's). A refused bench must exit 1, print no table, and
 say which refusal it is. The copy as it is, checked first, passes: so the cheats are what
 is refused.
 """
@@ -108,6 +110,13 @@ NO_RAISE = """
 // planted: raise() does nothing, for every caller in the program
 extern "C" int raise(int) { return 0; }
 """
+# A decoder that stops its own process on its 100th call, in the middle of the first timed
+# decode of the bench's KJV run: the runner would take that stop for the span's end.
+STOPS_ITSELF_INCLUDES = "#include <signal.h>\n#include <unistd.h>\n"
+STOPS_ITSELF = (
+    "  static int calls = 0;  // planted: a stop of its own in the middle of a timed decode\n"
+    "  if (++calls == 100) kill(getpid(), SIGSTOP);\n")
+STOPPED = "stopped its own process while it was timed"
 SKIPPED = "was never written: each timed call has an output of its own"
 WRONG = "the bench checks what calls drawn at random wrote, on inputs made for each timed call, and this one is wrong"
 CLOCK = "disagreed with the system's"
@@ -168,6 +177,12 @@ def main():
          after_signature("float* y, Accumulate mode, int threads) {\n", WRONG_WHEN_TIMED_Q), WRONG, []),
         ("4", "04-quant", "quant.cc",
          after_signature("float* y, Accumulate mode, int threads) {\n", MEMOIZED_Q), WRONG, []),
+        ("5", "05-decoder", "decoder.cc",
+         lambda text: STOPS_ITSELF_INCLUDES + after_signature(
+             "const DecoderBuffers& buffers, int threads) {\n", STOPS_ITSELF)(text), STOPPED,
+         ["--mine", "--model", os.path.join(source, "data/models/kjv-llama-2m/model-q8_0.gguf")]),
+        ("5", "05-decoder", "decoder.cc", lambda text: text + NO_RAISE, MEASURED,
+         ["--mine", "--model", os.path.join(source, "data/models/kjv-llama-2m/model-q8_0.gguf")]),
         ("5", "05-decoder", "decoder.cc", lambda text: text + FAKE_CLOCK, CLOCK,
          ["--mine", "--model", os.path.join(source, "data/models/kjv-llama-2m/model-q8_0.gguf")]),
     ]
@@ -176,6 +191,7 @@ def main():
         planted = change("")
         name = f"stage {stage}, " + ("no raise" if NO_RAISE in planted else "fake clock" if FAKE_CLOCK in planted
                                      else "memoized" if "keptFor" in planted
+                                     else "stops itself" if "SIGSTOP" in planted
                                      else {SKIPPED: "skipped work", WRONG: "wrong when timed"}[expected])
         try:
             checked = subprocess.run([workbook, "check", stage, "--stages-dir", tree], capture_output=True, text=True)
