@@ -7,6 +7,8 @@
 #include <optional>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "runner/compare/compare.h"
 #include "runner/engine/case_verdict.h"
 #include "runner/engine/crash_description.h"
@@ -52,6 +54,14 @@ std::optional<UnwrittenOutput> FindUnwritten(std::span<const float> slots, int c
     }
   }
   return std::nullopt;
+}
+
+std::string UnwrittenOutputText(std::span<const float> slots, int calls, size_t perCall, size_t width) {
+  const std::optional<UnwrittenOutput> unwritten = FindUnwritten(slots, calls, perCall);
+  if (!unwritten) return "";
+  width = std::max<size_t>(width, 1);
+  return fmt::format("timed call {} of {}: its output at row {}, column {} {}", unwritten->call + 1, calls,
+                     unwritten->element / width, unwritten->element % width, kSkippedWorkText);
 }
 
 int DrawBelow(int count) { return std::uniform_int_distribution<int>(0, std::max(count, 1) - 1)(BenchRandom()); }

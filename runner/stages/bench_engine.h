@@ -92,6 +92,9 @@ struct UnwrittenOutput {
   size_t element = 0;
 };
 std::optional<UnwrittenOutput> FindUnwritten(std::span<const float> slots, int calls, size_t perCall);
+// The same, in words for the refusal ("timed call 3 of 8: its output at row 0, column 5 was
+// never written: ..."), rows `width` elements wide; "" when every element was written.
+std::string UnwrittenOutputText(std::span<const float> slots, int calls, size_t perCall, size_t width);
 
 // Words for a timed call whose output the check found never written: the call skipped its work.
 inline constexpr const char* kSkippedWorkText =

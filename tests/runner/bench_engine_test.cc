@@ -158,6 +158,8 @@ TEST_CASE("an output slot still holding the region's poison names its call and e
   REQUIRE(found.has_value());
   CHECK(found->call == 1);
   CHECK(found->element == 2);
+  CHECK(wb::UnwrittenOutputText(slots, 3, 4, 2).starts_with("timed call 2 of 3: its output at row 1, column 0 was "
+                                                             "never written"));
   // Only the calls asked about are read: a batch of one call is not blamed for slot 1.
   CHECK_FALSE(wb::FindUnwritten(slots, 1, 4).has_value());
   // A NaN computed from an unwritten element is written (the check against the reference says

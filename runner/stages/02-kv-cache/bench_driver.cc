@@ -166,10 +166,9 @@ Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& o
         const size_t perCall = static_cast<size_t>(BenchLayout::OutputRows(params)) * shape.model;
         const std::span<const float> wrote =
             region.Floats<BenchLayout>(BenchLayout::kOutput).first(size_t(calls) * perCall);
-        if (auto unwritten = FindUnwritten(wrote, calls, perCall)) {
-          r->failure = fmt::format("{}: timed call {} of {}: its output at row {}, column {} {}.", what,
-                                   unwritten->call + 1, calls, unwritten->element / shape.model,
-                                   unwritten->element % shape.model, kSkippedWorkText);
+        if (const std::string unwritten = UnwrittenOutputText(wrote, calls, perCall, shape.model);
+            !unwritten.empty()) {
+          r->failure = fmt::format("{}: {}.", what, unwritten);
         } else if (const std::string wrong = CheckDrawnCall(reference, wrote, r->seed, calls, length, m);
                    !wrong.empty()) {
           r->failure = fmt::format("{}: {}.", what, wrong);

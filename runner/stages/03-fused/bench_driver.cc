@@ -225,11 +225,9 @@ Expected<ChildTimings> RunBenchChild(const std::string& harness, const PackedWei
       if (!r->failure.empty()) r->failure = what + ": " + r->failure;
       if (!r->failure.empty() || callsSkipped) return r;
       const std::span<const float> wrote = region.Floats<L>(slots).first(size_t(calls) * perCall);
-      if (auto unwritten = FindUnwritten(wrote, calls, perCall)) {
-        const size_t width = perCall / rows;
-        r->failure = fmt::format("{}: timed call {} of {}: its output at row {}, column {} {}.", what,
-                                 unwritten->call + 1, calls, unwritten->element / width, unwritten->element % width,
-                                 kSkippedWorkText);
+      if (const std::string unwritten = UnwrittenOutputText(wrote, calls, perCall, perCall / rows);
+          !unwritten.empty()) {
+        r->failure = fmt::format("{}: {}.", what, unwritten);
       } else if (block) {
         const int c = DrawBelow(calls);
         const std::span<const float> output = wrote.subspan(size_t(c) * perCall, perCall);

@@ -354,11 +354,9 @@ Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets
       if (!r->failure.empty()) r->failure = MeasurementName(m) + ": " + r->failure;
       if (!r->failure.empty() || callsSkipped) return r;
       const std::span<const float> wrote = region.Floats<L>(slots).first(size_t(calls) * perCall);
-      if (auto unwritten = FindUnwritten(wrote, calls, perCall)) {
-        const size_t width = perCall / size_t(T);
-        r->failure = fmt::format("{}: timed call {} of {}: its output at row {}, column {} {}.", MeasurementName(m),
-                                 unwritten->call + 1, calls, unwritten->element / width, unwritten->element % width,
-                                 kSkippedWorkText);
+      if (const std::string unwritten = UnwrittenOutputText(wrote, calls, perCall, perCall / size_t(T));
+          !unwritten.empty()) {
+        r->failure = fmt::format("{}: {}.", MeasurementName(m), unwritten);
       } else if (matmul) {
         const std::string wrong =
             CheckMatmulQCalls(wrote, r->seed, calls, type,
