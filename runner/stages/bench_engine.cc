@@ -46,9 +46,9 @@ std::mt19937_64& BenchRandom() {
   return random;
 }
 
-std::optional<UnwrittenOutput> FindUnwritten(std::span<const float> slots, int calls, size_t perCall) {
-  for (int c = 0; c < calls; ++c) {
-    const std::span<const float> slot = slots.subspan(static_cast<size_t>(c) * perCall, perCall);
+std::optional<UnwrittenOutput> FindUnwritten(const OutputSlotRing& slots) {
+  for (int c = slots.FirstKept(); c < slots.calls; ++c) {
+    const std::span<const float> slot = slots.Of(c);
     for (size_t i = 0; i < slot.size(); ++i) {
       if (StateOf(slot[i]) == ElementState::kUnwritten) return UnwrittenOutput{.call = c, .element = i};
     }
@@ -56,18 +56,19 @@ std::optional<UnwrittenOutput> FindUnwritten(std::span<const float> slots, int c
   return std::nullopt;
 }
 
-std::string UnwrittenOutputText(std::span<const float> slots, int calls, size_t perCall, size_t width) {
-  const std::optional<UnwrittenOutput> unwritten = FindUnwritten(slots, calls, perCall);
+std::string UnwrittenOutputText(const OutputSlotRing& slots, size_t width) {
+  const std::optional<UnwrittenOutput> unwritten = FindUnwritten(slots);
   if (!unwritten) return "";
   width = std::max<size_t>(width, 1);
-  return fmt::format("timed call {} of {}: its output at row {}, column {} {}", unwritten->call + 1, calls,
+  return fmt::format("timed call {} of {}: its output at row {}, column {} {}", unwritten->call + 1, slots.calls,
                      unwritten->element / width, unwritten->element % width, kSkippedWorkText);
 }
 
+int OutputSlotRing::DrawKept() const { return FirstKept() + DrawBelow(Kept()); }
+
 int DrawBelow(int count) { return std::uniform_int_distribution<int>(0, std::max(count, 1) - 1)(BenchRandom()); }
 
-Expected<OutsideTiming> TimeCallsFromOutside(const RunBatch& run, double budgetSeconds, int mostCalls) {
-  mostCalls = std::clamp(mostCalls, 1, kMostCallsInBatch);
+Expected<OutsideTiming> TimeCallsFromOutside(const RunBatch& run, double budgetSeconds) {
   const double batchSeconds = budgetSeconds / kBatchesTimed;
   OutsideTiming result;
   // One child; nullopt (with result.failure set) when its figures cannot be used.
@@ -105,13 +106,13 @@ Expected<OutsideTiming> TimeCallsFromOutside(const RunBatch& run, double budgetS
       batchesWanted = 1;
       break;
     }
-    if ((work >= batchSeconds / 2 && calls >= std::min(kLeastCallsInBatch, mostCalls)) || calls >= mostCalls ||
+    if ((work >= batchSeconds / 2 && calls >= kLeastCallsInBatch) || calls >= kMostCallsInBatch ||
         round + 1 >= kMostSizingRounds) {
       batches.push_back(seconds);  // the first timed batch
       break;
     }
     const double wanted = work > 0 ? std::ceil(batchSeconds * calls / work) : INFINITY;
-    calls = static_cast<int>(std::min(std::clamp(wanted, 2.0 * calls, 100.0 * calls), double(mostCalls)));
+    calls = static_cast<int>(std::min(std::clamp(wanted, 2.0 * calls, 100.0 * calls), double(kMostCallsInBatch)));
   }
   if (calls == 1) startups.push_back(fixedSeconds);  // the first child was this size
   while (static_cast<int>(batches.size()) < batchesWanted) {

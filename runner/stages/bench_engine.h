@@ -6,27 +6,29 @@
 // the optional packing step), stops itself (Region::StartTimedCalls: the runner writes the
 // seed of the timed calls' inputs and starts its clock as it resumes the child,
 // ChildLimits::resumeStops), makes `calls` timed calls, each on inputs of its own made from
-// that seed (runner/stages/timed_inputs.h) and writing into an output slot of its own, and
-// exits; the same child with `callsSkipped` does everything but those calls (making the
-// inputs, and the exit). RunBatch starts one such child and returns its time from the resuming
-// to its reaping and its seed, or why its figures cannot be used (it did not return, or what
-// a timed call wrote is not what it must be: the caller checks that at calls and elements
-// drawn at random after the child has ended (BenchRandom), against the reference on that
-// call's inputs).
+// that seed (runner/stages/timed_inputs.h) and writing into an output slot, and exits; the
+// same child with `callsSkipped` does everything but those calls (making the inputs, and the
+// exit). RunBatch starts one such child and returns its time from the resuming to its reaping
+// and its seed, or why its figures cannot be used: it did not return, or what a timed call
+// wrote is not what it must be (the caller checks the kept calls' outputs for elements never
+// written, and calls and elements drawn at random after the child has ended, BenchRandom,
+// against the reference on that call's inputs).
 //
-// A call's output slot is its own so that any call may be the one checked: a batch makes at
-// most OutputSlots(bytes of a call's output) calls, all their outputs held at once.
+// Call c writes output slot c % slots, of OutputSlots(bytes of a call's output): as many as
+// kOutputSlotBytes holds, so that the outputs stay in the caches as a decoder's reused buffers
+// do (a slot of fresh memory for every call made the stage-3 matmul at T = 512 12 % slower),
+// and the last min(calls, slots) calls' outputs are there to check (OutputSlotRing).
 //
 // TimeCallsFromOutside spends `budgetSeconds` on the timed batches together. A first child with
 // its one call skipped says what a child costs besides its calls; then it finds how many calls
-// (at least kLeastCallsInBatch, at most `mostCalls`) do work for at least half of a batch's
-// share, budgetSeconds / kBatchesTimed (starting from one, growing at most a hundredfold a
-// round), runs kBatchesTimed batches of that many calls, then as many of the children with the
-// calls skipped (one of each when a single call outlasts the whole budget: it is timed once).
-// A call's time is (batch - the fastest skipped one) / calls: the median over the batches is
-// the figure, the fastest and slowest its spread; runs is the number of timed calls. A busy
-// machine only lengthens a child, so the fastest skipped one is the least disturbed. Any
-// child's failure ends the measurement and comes back as OutsideTiming::failure, with no figure.
+// (at least kLeastCallsInBatch) do work for at least half of a batch's share, budgetSeconds /
+// kBatchesTimed (starting from one, growing at most a hundredfold a round), runs
+// kBatchesTimed batches of that many calls, then as many of the children with the calls
+// skipped (one of each when a single call outlasts the whole budget: it is timed once). A
+// call's time is (batch - the fastest skipped one) / calls: the median over the batches is the
+// figure, the fastest and slowest its spread; runs is the number of timed calls. A busy machine
+// only lengthens a child, so the fastest skipped one is the least disturbed. Any child's
+// failure ends the measurement and comes back as OutsideTiming::failure, with no figure.
 #pragma once
 
 #include <cstdint>
@@ -54,20 +56,36 @@ inline constexpr int kBatchesTimed = 3;
 inline constexpr int kLeastCallsInBatch = 2;
 inline constexpr int kMostCallsInBatch = 1 << 20;
 inline constexpr int kMostSizingRounds = 8;
-// What a batch's output slots may take together.
-inline constexpr size_t kOutputSlotBytes = size_t{64} << 20;
+// What a batch's output slots may take together: a share of a core's L2 and the L3 beside it.
+inline constexpr size_t kOutputSlotBytes = size_t{4} << 20;
 
-// The most calls a batch makes when each keeps `bytesPerCall` of output: as many as
+// How many output slots a measurement whose calls write `bytesPerCall` has: as many as
 // kOutputSlotBytes holds, at least kLeastCallsInBatch.
 int OutputSlots(size_t bytesPerCall);
+
+// A batch's output slots after its child has ended: `floats` holds `count` slots of `perCall`
+// floats, and call c of the batch's `calls` wrote slot c % count, so the last Kept() calls'
+// outputs are there.
+struct OutputSlotRing {
+  std::span<const float> floats;
+  int count = 1;
+  size_t perCall = 0;
+  int calls = 0;
+  int Kept() const { return calls < count ? calls : count; }
+  int FirstKept() const { return calls - Kept(); }
+  std::span<const float> Of(int call) const {
+    return floats.subspan(static_cast<size_t>(call % count) * perCall, perCall);
+  }
+  // A kept call, drawn at random (DrawBelow).
+  int DrawKept() const;
+};
 
 struct OutsideTiming {
   CallTiming timing;
   std::string failure;  // "" when timing is a measurement
 };
 
-Expected<OutsideTiming> TimeCallsFromOutside(const RunBatch& run, double budgetSeconds,
-                                             int mostCalls = kMostCallsInBatch);
+Expected<OutsideTiming> TimeCallsFromOutside(const RunBatch& run, double budgetSeconds);
 
 // The runner's own random source for which calls and elements it checks, seeded from the
 // kernel's: drawn after a child has ended, so nothing in the child could know the draw.
@@ -85,21 +103,21 @@ double BatchWallSeconds(double budgetSeconds);
 Expected<BatchRun> RunBatchChild(const std::string& harness, SharedRegion& region, ChildLimits limits,
                                  const std::string& function);
 
-// Where the first of `calls` output slots of `perCall` floats each holds an element never
-// written (still the region's poison): the call and the element's index in its slot.
+// The first kept call whose output holds an element never written (still the region's
+// poison): the call and the element's index in its slot.
 struct UnwrittenOutput {
   int call = 0;
   size_t element = 0;
 };
-std::optional<UnwrittenOutput> FindUnwritten(std::span<const float> slots, int calls, size_t perCall);
+std::optional<UnwrittenOutput> FindUnwritten(const OutputSlotRing& slots);
 // The same, in words for the refusal ("timed call 3 of 8: its output at row 0, column 5 was
 // never written: ..."), rows `width` elements wide; "" when every element was written.
-std::string UnwrittenOutputText(std::span<const float> slots, int calls, size_t perCall, size_t width);
+std::string UnwrittenOutputText(const OutputSlotRing& slots, size_t width);
 
 // Words for a timed call whose output the check found never written: the call skipped its work.
 inline constexpr const char* kSkippedWorkText =
-    "was never written: each timed call has an output of its own, and the bench checks calls drawn at random after "
-    "the child has ended. No figure is printed for code that skips work when it is timed";
+    "was never written: each timed call has an output slot, and the bench checks the last calls' after the child "
+    "has ended. No figure is printed for code that skips work when it is timed";
 // Words for one that was written but wrong.
 inline constexpr const char* kWrongWhenTimedText =
     "the bench checks what calls drawn at random wrote, on inputs made for each timed call, and this one is wrong";

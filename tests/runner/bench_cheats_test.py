@@ -24,7 +24,7 @@ The student's code is linked into the program it runs in, so it can try two thin
     hands the child only once the untimed call is over), so the copies are wrong.
 Each is planted in a copy of the solutions and benched. Stages 2, 3 and 4 time their children
 from outside, by the runner's clock (runner/stages/bench_engine.h), give each timed call inputs
-and an output slot of its own, and check calls drawn at random: skipped work is refused there
+of its own and an output slot, and check the last calls' outputs, at calls drawn at random: skipped work is refused there
 (in stages 3 and 4; stage 2's checks call decoder_step many times in one process, so there a
 file that counts calls fails its checks first), and a fake clock changes nothing, so the bench
 must measure and print its table (with no figure above the machine's roof, which stages 3 and
@@ -117,7 +117,7 @@ STOPS_ITSELF = (
     "  static int calls = 0;  // planted: a stop of its own in the middle of a timed decode\n"
     "  if (++calls == 100) kill(getpid(), SIGSTOP);\n")
 STOPPED = "stopped its own process while it was timed"
-SKIPPED = "was never written: each timed call has an output of its own"
+SKIPPED = "was never written: each timed call has an output slot"
 WRONG = "the bench checks what calls drawn at random wrote, on inputs made for each timed call, and this one is wrong"
 CLOCK = "disagreed with the system's"
 MEASURED = None  # the cheat cannot reach the figure: the bench measures, exit 0, with its table

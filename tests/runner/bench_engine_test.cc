@@ -129,18 +129,6 @@ TEST_CASE("a batch no longer than the fastest start-up counts a nanosecond a cal
   CHECK(timed->timing.fastest > 0);
 }
 
-TEST_CASE("no batch makes more calls than its output slots hold") {
-  Simulation sim;
-  sim.perCall = 1e-6;  // unbounded, the sizing would want thousands of calls
-  auto timed = wb::TimeCallsFromOutside(sim.Runner(), 0.5, 40);
-  REQUIRE(timed.ok());
-  REQUIRE(timed->failure.empty());
-  for (const Child& c : sim.asked) CHECK(c.calls <= 40);
-  CHECK(sim.asked.back().calls == 40);
-  CHECK(timed->timing.runs == 40 * wb::kBatchesTimed);
-  CHECK(timed->timing.median == doctest::Approx(1e-6).epsilon(1e-6));
-}
-
 TEST_CASE("output slots: as many as the slots' bytes hold, never fewer than a batch's least calls") {
   CHECK(wb::OutputSlots(wb::kOutputSlotBytes / 100) == 100);
   CHECK(wb::OutputSlots(wb::kOutputSlotBytes) == wb::kLeastCallsInBatch);
@@ -148,24 +136,38 @@ TEST_CASE("output slots: as many as the slots' bytes hold, never fewer than a ba
   CHECK(wb::OutputSlots(1) == wb::kMostCallsInBatch);
 }
 
-TEST_CASE("an output slot still holding the region's poison names its call and element") {
+TEST_CASE("the output slots keep the last calls, and a kept slot still holding the poison names its call") {
   const float poison = std::bit_cast<float>(wb::shm::kPoisonWord);
-  std::vector<float> slots(3 * 4, 1.0f);
-  CHECK_FALSE(wb::FindUnwritten(slots, 3, 4).has_value());
-  slots[2 * 4 + 3] = poison;
-  slots[1 * 4 + 2] = poison;
-  auto found = wb::FindUnwritten(slots, 3, 4);
+  std::vector<float> floats(3 * 4, 1.0f);
+  // Seven calls in three slots: calls 4, 5 and 6 are kept, in slots 1, 2 and 0.
+  wb::OutputSlotRing ring{.floats = floats, .count = 3, .perCall = 4, .calls = 7};
+  CHECK(ring.Kept() == 3);
+  CHECK(ring.FirstKept() == 4);
+  CHECK(ring.Of(6).data() == floats.data());
+  CHECK(ring.Of(4).data() == floats.data() + 4);
+  for (int i = 0; i < 200; ++i) {
+    const int drawn = ring.DrawKept();
+    CHECK((drawn >= 4 && drawn <= 6));
+  }
+  CHECK_FALSE(wb::FindUnwritten(ring).has_value());
+  floats[2 * 4 + 3] = poison;  // slot 2: call 5
+  floats[0 * 4 + 2] = poison;  // slot 0: call 6
+  auto found = wb::FindUnwritten(ring);
   REQUIRE(found.has_value());
-  CHECK(found->call == 1);
-  CHECK(found->element == 2);
-  CHECK(wb::UnwrittenOutputText(slots, 3, 4, 2).starts_with("timed call 2 of 3: its output at row 1, column 0 was "
-                                                             "never written"));
-  // Only the calls asked about are read: a batch of one call is not blamed for slot 1.
-  CHECK_FALSE(wb::FindUnwritten(slots, 1, 4).has_value());
+  CHECK(found->call == 5);
+  CHECK(found->element == 3);
+  CHECK(wb::UnwrittenOutputText(ring, 2).starts_with("timed call 6 of 7: its output at row 1, column 1 was never "
+                                                    "written"));
+  // Fewer calls than slots: only those calls' slots are read (a batch of one call is not
+  // blamed for slot 2).
+  wb::OutputSlotRing one{.floats = floats, .count = 3, .perCall = 4, .calls = 1};
+  floats[0 * 4 + 2] = 1.0f;
+  CHECK(one.Kept() == 1);
+  CHECK_FALSE(wb::FindUnwritten(one).has_value());
   // A NaN computed from an unwritten element is written (the check against the reference says
   // what is wrong with it), as is any other NaN.
   std::vector<float> quiet(4, std::bit_cast<float>(wb::shm::kPoisonQuietedWord));
-  CHECK_FALSE(wb::FindUnwritten(quiet, 1, 4).has_value());
+  CHECK_FALSE(wb::FindUnwritten({.floats = quiet, .count = 1, .perCall = 4, .calls = 1}).has_value());
 }
 
 TEST_CASE("a call's timed inputs depend on its seed, stream and call, and on nothing else") {

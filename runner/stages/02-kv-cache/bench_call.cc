@@ -4,7 +4,7 @@
 //   recompute:   decoder_step(n = L, pos = 0): the same token without a cache, by computing
 //                the whole sequence again.
 // An untimed decode step first (it pages in the weights and the cache), then the timed calls,
-// each on rows of x of its own and into an output slot of its own. It times nothing itself:
+// each on rows of x of its own and into the next output slot. It times nothing itself:
 // the runner times the child from outside and checks calls it draws
 // (runner/stages/bench_engine.h).
 #include "bench_call.h"
@@ -19,7 +19,7 @@ void CallStage(Region& region) {
   region.Bind<L>();
   const L::Params params = region.Params<L>();
   const int context = params.context;
-  if (context < 1 || params.calls < 0 || params.calls > params.slots ||
+  if (context < 1 || params.calls < 0 || params.slots < 1 ||
       (params.measurement != L::kDecodeStep && params.measurement != L::kRecompute)) {
     Fail("the runner asked for a measurement the bench does not have: rebuild the workbook");
   }
@@ -50,7 +50,7 @@ void CallStage(Region& region) {
   for (int c = 0; c < params.calls; ++c) {
     TimedInputs(seed, L::kTimedX, static_cast<uint32_t>(c)).Fill(input, inputCount);
     if (params.callsSkipped != 0) continue;
-    float* output = slots + static_cast<size_t>(c) * slotCount;
+    float* output = slots + static_cast<size_t>(c % params.slots) * slotCount;
     if (decode) {
       step(1, context - 1, newRow, output);
     } else {

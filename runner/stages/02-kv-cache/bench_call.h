@@ -4,7 +4,8 @@
 // (kDecodeStep or kRecompute): an untimed decode step on inputs of seed 0, then `calls` calls
 // of the measurement, call c on rows of x made from the timed calls' seed
 // (runner/stages/timed_inputs.h, stream kTimedX: the decode step's one row, the recompute's L)
-// and writing its output rows into slot c of `output` (the untimed call's is the last); with
+// and writing its output rows into slot c % slots of `output` (the untimed call's is the last,
+// slot `slots`); with
 // `callsSkipped`, the inputs alone. The runner times the child from outside
 // (runner/stages/bench_engine.h) and checks calls it draws after the child has ended.
 #pragma once
@@ -38,7 +39,7 @@ struct BenchCall {
     int32_t measurement;   // Measurement
     int32_t calls;         // timed calls after the untimed decode step
     int32_t callsSkipped;  // 1: make the inputs `calls` times, call nothing (the start-up child)
-    int32_t slots;         // output slots laid out: calls may not exceed it
+    int32_t slots;         // output slots the timed calls take turns in (OutputSlots)
   };
   // Which input of a call TimedInputs makes.
   static constexpr uint32_t kTimedX = 2;

@@ -62,22 +62,21 @@ std::vector<double> ReferenceOutput(const BenchReference& r, std::span<const flo
   return state[ref::Index(ref::Checkpoint::kOutput)];
 }
 
-// A call of each batch, drawn at random, checked against the reference on that call's rows of x
+// A kept call of each batch, drawn at random, checked against the reference on that call's rows of x
 // (made again from the batch's seed), within the tolerance the stage's checks give the output:
 // the decode step's one row over the cache; of a recompute, its first row (a token alone: the
 // whole L rows would take the reference far longer than the bench, and a recompute that skips
 // work only makes the cache's gain look smaller).
-std::string CheckDrawnCall(const BenchReference& r, std::span<const float> slots, uint64_t seed, int calls,
-                           int length, BenchCall::Measurement m) {
-  const int c = DrawBelow(calls);
+std::string CheckDrawnCall(const BenchReference& r, const OutputSlotRing& slots, uint64_t seed, int length,
+                           BenchCall::Measurement m) {
+  const int c = slots.DrawKept();
   const size_t D = static_cast<size_t>(r.shape.model);
-  const size_t perCall = (m == BenchCall::kDecodeStep ? 1 : size_t(length)) * D;
   std::vector<float> row(D);
   TimedInputs(seed, BenchCall::kTimedX, static_cast<uint32_t>(c)).Fill(row.data(), D);
   const std::vector<double> expected =
       m == BenchCall::kDecodeStep ? ReferenceOutput(r, row, length - 1, 1) : ReferenceOutput(r, row, 0, 1);
-  if (Matches(slots.subspan(size_t(c) * perCall, D), expected, BlockTolerance(ref::Checkpoint::kOutput))) return "";
-  return fmt::format("timed call {} of {} wrote an output the reference does not: {}", c + 1, calls,
+  if (Matches(slots.Of(c).first(D), expected, BlockTolerance(ref::Checkpoint::kOutput))) return "";
+  return fmt::format("timed call {} of {} wrote an output the reference does not: {}", c + 1, slots.calls,
                      kWrongWhenTimedText);
 }
 
@@ -164,18 +163,19 @@ Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& o
         auto r = RunBatchChild(context.harness, region, limits, context.stage->function);
         if (!r.ok() || !r->failure.empty() || callsSkipped) return r;
         const size_t perCall = static_cast<size_t>(BenchLayout::OutputRows(params)) * shape.model;
-        const std::span<const float> wrote =
-            region.Floats<BenchLayout>(BenchLayout::kOutput).first(size_t(calls) * perCall);
-        if (const std::string unwritten = UnwrittenOutputText(wrote, calls, perCall, shape.model);
+        const OutputSlotRing wrote{
+            .floats = region.Floats<BenchLayout>(BenchLayout::kOutput).first(size_t(slotCount) * perCall),
+            .count = slotCount, .perCall = perCall, .calls = calls};
+        if (const std::string unwritten = UnwrittenOutputText(wrote, shape.model);
             !unwritten.empty()) {
           r->failure = fmt::format("{}: {}.", what, unwritten);
-        } else if (const std::string wrong = CheckDrawnCall(reference, wrote, r->seed, calls, length, m);
+        } else if (const std::string wrong = CheckDrawnCall(reference, wrote, r->seed, length, m);
                    !wrong.empty()) {
           r->failure = fmt::format("{}: {}.", what, wrong);
         }
         return r;
       };
-      auto timed = TimeCallsFromOutside(batch, budget, slotCount);
+      auto timed = TimeCallsFromOutside(batch, budget);
       if (!timed.ok()) return timed.error();
       if (!timed->failure.empty()) {
         std::printf("%8d  %s\n", length, timed->failure.c_str());

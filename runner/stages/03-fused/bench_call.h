@@ -5,7 +5,7 @@
 // on inputs of seed 0, then `calls` calls, call c on inputs made from the timed calls' seed
 // (runner/stages/timed_inputs.h, stream kTimedInputStream: the matmul's T x in input, or the
 // block's T x D rows of x) and writing its output (the matmul's y, the block's output) into
-// slot c of its buffer (the untimed call's is the last); with `callsSkipped`, the inputs alone. The runner times the child from
+// slot c % slots of its buffer (the untimed call's is the last, slot `slots`); with `callsSkipped`, the inputs alone. The runner times the child from
 // outside (runner/stages/bench_engine.h) and checks calls it draws after the child has ended.
 #pragma once
 
@@ -40,7 +40,7 @@ struct BenchCall {
     int32_t measurement;   // 0-3: matmul at kBenchShapes[measurement]; kBenchShapeCount: fused_block
     int32_t calls;         // timed calls after the untimed one
     int32_t callsSkipped;  // 1: make the inputs `calls` times, call nothing (the start-up child)
-    int32_t slots;         // output slots laid out: calls may not exceed it
+    int32_t slots;         // output slots the timed calls take turns in (OutputSlots)
   };
   // Which input of a call TimedInputs makes (one per measurement's kind).
   static constexpr uint32_t kTimedInputStream = 3;

@@ -113,18 +113,17 @@ struct ChildTimings {
   std::string failure;  // why the child's figures are not used, "" when they are
 };
 
-// Timed calls' matmul outputs, checked at 64 elements drawn at random, each of a call drawn at
-// random, against the same dot product in double on that call's inputs (made again from the
+// Timed calls' matmul outputs, checked at 64 elements drawn at random, each of a kept call drawn
+// at random, against the same dot product in double on that call's inputs (made again from the
 // batch's seed). A float dot product of `in` terms is within in * 2^-24 of the sum of |x w|
 // (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., section 3.1); 1e-4 of it
 // (above 1408 * 2^-24 = 8.4e-5) allows any order of the sums.
-std::string CheckMatmulCalls(std::span<const float> slots, uint64_t seed, int calls, const float* W, int T,
+std::string CheckMatmulCalls(const OutputSlotRing& slots, uint64_t seed, const float* W, int T,
                              const BenchShape& shape) {
   constexpr int kSamples = 64;
   std::vector<float> x(static_cast<size_t>(shape.in));
-  const size_t perCall = static_cast<size_t>(T) * shape.out;
   for (int k = 0; k < kSamples; ++k) {
-    const int c = DrawBelow(calls), t = DrawBelow(T), o = DrawBelow(shape.out);
+    const int c = slots.DrawKept(), t = DrawBelow(T), o = DrawBelow(shape.out);
     TimedInputs(seed, BenchCall::kTimedInputStream, static_cast<uint32_t>(c))
         .Fill(x.data(), x.size(), static_cast<size_t>(t) * shape.in);
     double sum = 0, magnitude = 0;
@@ -133,17 +132,17 @@ std::string CheckMatmulCalls(std::span<const float> slots, uint64_t seed, int ca
       sum += term;
       magnitude += std::fabs(term);
     }
-    const double got = slots[size_t(c) * perCall + size_t(t) * shape.out + o];
+    const double got = slots.Of(c)[size_t(t) * shape.out + o];
     if (!(std::fabs(got - sum) <= 1e-4 * magnitude + 1e-30)) {
       return fmt::format("matmul {}: timed call {} of {} wrote {} at row {}, column {}, where the product is {:.7g}: {}",
-                         shape.name, c + 1, calls, got, t, o, sum, kWrongWhenTimedText);
+                         shape.name, c + 1, slots.calls, got, t, o, sum, kWrongWhenTimedText);
     }
   }
   return "";
 }
 
 // A timed fused_block call kept for the check after the measurement: its batch's seed, which
-// call it was, and what it wrote.
+// call it was, of how many, and what it wrote.
 struct KeptBlockCall {
   uint64_t seed = 0;
   int call = 0;
@@ -177,8 +176,8 @@ Expected<ChildTimings> RunBenchChild(const std::string& harness, const PackedWei
   const size_t rows = static_cast<size_t>(T);
   std::vector<float> ropeCos, ropeSin;
   ref::MakeFloatRopeTables(T, s.headDim, ref::kRopeBase, ropeCos, ropeSin);
-  // Each measurement's output slots: as many as OutputSlots allows for its width, and one
-  // more for the untimed call; the buffers are as large as the most slots of any.
+  // Each measurement's output slots: OutputSlots for its width, and one more for the untimed
+  // call; the buffers are as large as the most slots of any.
   auto slotsFor = [&](int m) {
     return OutputSlots(rows * (m == kBenchShapeCount ? size_t(s.D) : size_t(kBenchShapes[m].out)) * sizeof(float));
   };
@@ -224,21 +223,22 @@ Expected<ChildTimings> RunBenchChild(const std::string& harness, const PackedWei
       if (!r.ok()) return r;
       if (!r->failure.empty()) r->failure = what + ": " + r->failure;
       if (!r->failure.empty() || callsSkipped) return r;
-      const std::span<const float> wrote = region.Floats<L>(slots).first(size_t(calls) * perCall);
-      if (const std::string unwritten = UnwrittenOutputText(wrote, calls, perCall, perCall / rows);
+      const OutputSlotRing wrote{.floats = region.Floats<L>(slots).first(size_t(slotCount) * perCall),
+                                 .count = slotCount, .perCall = perCall, .calls = calls};
+      if (const std::string unwritten = UnwrittenOutputText(wrote, perCall / rows);
           !unwritten.empty()) {
         r->failure = fmt::format("{}: {}.", what, unwritten);
       } else if (block) {
-        const int c = DrawBelow(calls);
-        const std::span<const float> output = wrote.subspan(size_t(c) * perCall, perCall);
+        const int c = wrote.DrawKept();
+        const std::span<const float> output = wrote.Of(c);
         kept.push_back({.seed = r->seed, .call = c, .calls = calls, .output = {output.begin(), output.end()}});
       } else {
-        const std::string wrong = CheckMatmulCalls(wrote, r->seed, calls, shapeWeights[m], T, kBenchShapes[m]);
+        const std::string wrong = CheckMatmulCalls(wrote, r->seed, shapeWeights[m], T, kBenchShapes[m]);
         if (!wrong.empty()) r->failure = wrong + ".";
       }
       return r;
     };
-    auto timed = TimeCallsFromOutside(batch, budget, slotCount);
+    auto timed = TimeCallsFromOutside(batch, budget);
     if (!timed.ok()) return timed.error();
     if (timed->failure.empty() && block && !kept.empty()) {
       // One of the batches' kept calls, drawn only now: the reference block is too slow to run

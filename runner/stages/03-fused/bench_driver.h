@@ -10,8 +10,8 @@
 //     run, and the fastest core type (by a 512 x 768 x 512 sgemm) times every OpenBLAS figure;
 //   for each T and threads 1 and 2: the student's matmul at the block's four projection
 //     shapes and fused_block (the bench children, timed from outside: runner/stages/
-//     bench_engine.h; each timed call on inputs of its own, every call's output checked for
-//     elements never written, the matmul's at 64 elements of calls drawn at random against
+//     bench_engine.h; each timed call on inputs of its own, the kept calls' outputs checked
+//     for elements never written, the matmul's at 64 elements of calls drawn at random against
 //     double sums, fused_block's at one drawn call against the float64 block), cblas_sgemm
 //     at the same shapes, a block made
 //     of cblas_sgemm calls around the solution's attention, stage 1's loop order at the four

@@ -1,7 +1,7 @@
 // Stage 4's bench child: one measurement (bench_call.h), the student's matmul_q at T = 1 over
 // matrices larger than the last-level cache or at T = 128, or their quant_block on a weight set
 // at T = 1 or T = 128, on one thread count: an untimed call, then the timed calls, each on
-// inputs of its own and into an output slot of its own. It times nothing itself: the runner
+// inputs of its own and into the next output slot. It times nothing itself: the runner
 // times the child from outside and checks calls it draws (runner/stages/bench_engine.h). The
 // kernels were validated on the visible suite before this runs.
 #include <vector>
@@ -40,7 +40,7 @@ void MapEveryPage(const unsigned char* bytes, size_t count) {
 
 // The untimed call, on inputs of seed 0, into the slot after the timed calls' (so a timed call
 // that writes nothing leaves its own slot unwritten), then `calls` calls, call c after
-// makeInputs(seed, c), into slot c (or the inputs alone).
+// makeInputs(seed, c), into slot c % slots (or the inputs alone).
 template <typename MakeInputs, typename Call>
 void RunCalls(Region& region, const L::Params& p, const MakeInputs& makeInputs, const Call& call, float* slots,
               size_t slotCount) {
@@ -49,7 +49,7 @@ void RunCalls(Region& region, const L::Params& p, const MakeInputs& makeInputs, 
   const uint64_t seed = region.StartTimedCalls();
   for (int c = 0; c < p.calls; ++c) {
     makeInputs(seed, static_cast<uint32_t>(c));
-    if (p.callsSkipped == 0) call(slots + static_cast<size_t>(c) * slotCount);
+    if (p.callsSkipped == 0) call(slots + static_cast<size_t>(c % p.slots) * slotCount);
   }
 }
 
@@ -123,7 +123,7 @@ void CallStage(Region& region) {
   region.Bind<L>();
   const L::Params p = region.Params<L>();
   if (p.q8Copies < 1 || p.q4Copies < 1 || p.threads < 1) Fail("the runner laid out no weights to time: rebuild");
-  if (p.measurement < 0 || p.measurement >= stage04::kQuantMeasurementCount || p.calls < 0 || p.calls > p.slots) {
+  if (p.measurement < 0 || p.measurement >= stage04::kQuantMeasurementCount || p.calls < 0 || p.slots < 1) {
     Fail("the runner asked for a measurement the bench does not have: rebuild the workbook");
   }
   using stage04::Weight;

@@ -9,7 +9,8 @@
 // `threads` threads: an untimed call on inputs of seed 0, then `calls` calls, call c on
 // inputs made from the timed calls' seed (runner/stages/timed_inputs.h: the activations by
 // TimedActivationBytes, the block's x as TimedInputs' values) and writing its output (matmul_q's
-// y, quant_block's output) into slot c of its buffer (the untimed call's is the last); with
+// y, quant_block's output) into slot c % slots of its buffer (the untimed call's is the last,
+// slot `slots`); with
 // `callsSkipped`, the inputs alone. The runner times the child from outside
 // (runner/stages/bench_engine.h) and checks calls it draws after the child has ended. A
 // measurement at T = 1 runs on the next copy each time, so what one call reads the next does
@@ -80,7 +81,7 @@ struct QuantBenchCall {
     int32_t measurement;   // QuantMeasurement
     int32_t calls;         // timed calls after the untimed one
     int32_t callsSkipped;  // 1: make the inputs `calls` times, call nothing (the start-up child)
-    int32_t slots;         // output slots laid out: calls may not exceed it
+    int32_t slots;         // output slots the timed calls take turns in (OutputSlots)
     Weight types[kBlockSetCount][5];  // each set's matrices, QuantBlockCall::kMatrices' order
   };
   // Which input of a call TimedInputs makes: the activations, or the block's x.

@@ -252,12 +252,12 @@ struct ChildTimings {
   std::string failure;  // why the child's figures are not used; "" when they are
 };
 
-// Timed calls' matmul_q outputs, checked at 64 elements drawn at random, each of a call drawn
-// at random, against the same sums in double on that call's activations (made again from the
+// Timed calls' matmul_q outputs, checked at 64 elements drawn at random, each of a kept call
+// drawn at random, against the same sums in double on that call's activations (made again from the
 // batch's seed) and the decode matrix (every copy holds the same one): each block's integer dot
 // product is exact, and the float kernel's rounding of the block sums (kDecodeCols / 32 of
 // them, each a product of two halves and an integer) is far inside 1e-4 of their magnitude.
-std::string CheckMatmulQCalls(std::span<const float> slots, uint64_t seed, int calls, Weight type,
+std::string CheckMatmulQCalls(const OutputSlotRing& slots, uint64_t seed, Weight type,
                               std::span<const unsigned char> copy, int T, int rows) {
   constexpr int kSamples = 64;
   constexpr size_t kRowBlocks = kDecodeCols / 32;
@@ -267,7 +267,7 @@ std::string CheckMatmulQCalls(std::span<const float> slots, uint64_t seed, int c
   std::vector<unsigned char> activations(kRowBlocks * BlockBytes(Weight::kQ8_0));
   const auto asBytes = [](std::span<const unsigned char> b) { return std::as_bytes(b); };
   for (int k = 0; k < kSamples; ++k) {
-    const int c = DrawBelow(calls), t = DrawBelow(T), o = DrawBelow(rows);
+    const int c = slots.DrawKept(), t = DrawBelow(T), o = DrawBelow(rows);
     TimedActivationBytes(TimedInputs(seed, L::kTimedActivations, static_cast<uint32_t>(c)), size_t(t) * kRowBlocks,
                          kRowBlocks, activations.data());
     if (!DequantizeRow(tensorType, asBytes(copy.subspan(size_t(o) * rowBytes, rowBytes)), w).ok() ||
@@ -279,10 +279,10 @@ std::string CheckMatmulQCalls(std::span<const float> slots, uint64_t seed, int c
       sum += double(w[size_t(i)]) * double(x[size_t(i)]);
       magnitude += std::fabs(double(w[size_t(i)]) * double(x[size_t(i)]));
     }
-    const double got = slots[size_t(c) * size_t(T) * size_t(rows) + size_t(t) * size_t(rows) + size_t(o)];
+    const double got = slots.Of(c)[size_t(t) * size_t(rows) + size_t(o)];
     if (!(std::fabs(got - sum) <= 1e-4 * magnitude + 1e-30)) {
       return fmt::format("timed call {} of {} wrote {} at row {}, column {}, where the product is {:.7g}: {}", c + 1,
-                         calls, got, t, o, sum, kWrongWhenTimedText);
+                         slots.calls, got, t, o, sum, kWrongWhenTimedText);
     }
   }
   return "";
@@ -353,23 +353,24 @@ Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets
       if (!r.ok()) return r;
       if (!r->failure.empty()) r->failure = MeasurementName(m) + ": " + r->failure;
       if (!r->failure.empty() || callsSkipped) return r;
-      const std::span<const float> wrote = region.Floats<L>(slots).first(size_t(calls) * perCall);
-      if (const std::string unwritten = UnwrittenOutputText(wrote, calls, perCall, perCall / size_t(T));
+      const OutputSlotRing wrote{.floats = region.Floats<L>(slots).first(size_t(slotCount) * perCall),
+                                 .count = slotCount, .perCall = perCall, .calls = calls};
+      if (const std::string unwritten = UnwrittenOutputText(wrote, perCall / size_t(T));
           !unwritten.empty()) {
         r->failure = fmt::format("{}: {}.", MeasurementName(m), unwritten);
       } else if (matmul) {
         const std::string wrong =
-            CheckMatmulQCalls(wrote, r->seed, calls, type,
+            CheckMatmulQCalls(wrote, r->seed, type,
                               region.Bytes<L>(type == Weight::kQ4_0 ? L::kQ4Copies : L::kQ8Copies), T, RowsOf(m));
         if (!wrong.empty()) r->failure = MeasurementName(m) + ": " + wrong + ".";
       } else {
-        const int c = DrawBelow(calls);
-        const std::span<const float> output = wrote.subspan(size_t(c) * perCall, perCall);
+        const int c = wrote.DrawKept();
+        const std::span<const float> output = wrote.Of(c);
         kept.push_back({.seed = r->seed, .call = c, .calls = calls, .output = {output.begin(), output.end()}});
       }
       return r;
     };
-    auto timed = TimeCallsFromOutside(batch, budget, slotCount);
+    auto timed = TimeCallsFromOutside(batch, budget);
     if (!timed.ok()) return timed.error();
     if (timed->failure.empty() && !matmul && !kept.empty()) {
       // One of the batches' kept calls, drawn only now: no batch could know which one it is.

@@ -17,9 +17,9 @@
 // a child per batch of calls of one measurement, timed by the runner's clock from the end of
 // its untimed call to its end, less the same child with the calls skipped; each figure is the
 // median of three batches grown to the budget (--budget or 0.5 s), shown with the fastest and
-// slowest. Each timed call has inputs and an output of its own: every call's output must be
-// written, matmul_q's must match the same sums in double at 64 elements of calls drawn at
-// random, and quant_block's one drawn call the float64 reference; else no figure. The probe and stage 3's float
+// slowest. Each timed call has inputs of its own and an output slot: the kept calls' outputs
+// must be written, matmul_q's must match the same sums in double at 64 elements of calls drawn
+// at random, and quant_block's one drawn call the float64 reference; else no figure. The probe and stage 3's float
 // matmul are the trusted yardstick's, timed by stage 3's Measure
 // (runner/stages/03-fused/bench_timing.h), and the runner refuses their timings that cannot be
 // (not finite, out of order, too few runs). It prints a table with the two thread counts side
