@@ -42,6 +42,15 @@ def medians(bench, before):
     return before
 
 
+def stage5_medians(bench):
+    """Stage 5's caption of its tokens/s: a report whose every model was timed from outside the
+    generate program (each model's "timed_from") says so."""
+    outside = all(m.get("timed_from") == "outside" for m in bench["models"])
+    return ("Tokens/s are medians of 3 runs" + (", each prefill and decode timed by the runner's clock from outside "
+                                                "the program" if outside else "")
+            + ", with the slowest and the fastest in brackets.")
+
+
 def load(root, stage, variant=""):
     path = root / "docs" / "figures" / f"stage{stage:02d}{variant}-bench.json"
     try:
@@ -327,7 +336,7 @@ def stage5(b, fig, s4):
     weights = {next(t for t in BYTES_PER_WEIGHT if t in Path(m["model"]).stem): m["weight_bytes_per_token"]
                for m in b["models"]}
     out = [f"**Table G.1 — `bench 5`, the solution, TinyLlama-shaped models.** {caption(b, S5_COMMAND)} "
-           "Tokens/s are medians of 3 runs, with the slowest and the fastest in brackets. A decoded token reads "
+           f"{stage5_medians(b)} A decoded token reads "
            + " and ".join(f"{w / 1e6:.1f} MB of weights in {t.upper()}" for t, w in weights.items())
            + "; \"GB/s\" is decode tokens/s times that, and \"% of probe\" is that over the mean of the "
            "probe's readings just before and just after the model, at the same thread count.", "",
@@ -387,7 +396,7 @@ S5_KJV_COMMAND = ("./workbook bench 5 --solutions --model data/models/kjv-llama-
 def stage5_kjv(b, fig):
     (m,) = b["models"]
     out = [f"**Table G.3 — `bench 5` on `kjv-llama-2m` (Q8_0), the solution.** {caption(b, S5_KJV_COMMAND)} "
-           "Tokens/s are medians of 3 runs, with the slowest and the fastest in brackets.", "",
+           f"{stage5_medians(b)}", "",
            "| threads | prefill 128, tokens/s | decode 64, tokens/s |", "|---|---|---|"]
     for r in m["runs"]:
         t = r["threads"]

@@ -62,11 +62,11 @@ std::vector<double> ReferenceOutput(const BenchReference& r, std::span<const flo
   return state[ref::Index(ref::Checkpoint::kOutput)];
 }
 
-// A kept call of each batch, drawn at random, checked against the reference on that call's rows of x
-// (made again from the batch's seed), within the tolerance the stage's checks give the output:
-// the decode step's one row over the cache; of a recompute, its first row (a token alone: the
-// whole L rows would take the reference far longer than the bench, and a recompute that skips
-// work only makes the cache's gain look smaller).
+// A kept call of each batch, drawn at random, checked against the reference on that call's
+// rows of x (made again from the batch's seed), within the tolerance the stage's checks give
+// the output: the decode step's one row over the cache; of a recompute, its first row (a token
+// alone: the whole L rows would take the reference far longer than the bench, and a recompute
+// that skips work only makes the cache's gain look smaller).
 std::string CheckDrawnCall(const BenchReference& r, const OutputSlotRing& slots, uint64_t seed, int length,
                            BenchCall::Measurement m) {
   const int c = slots.DrawKept();
@@ -166,8 +166,7 @@ Expected<int> RunDecodeBench(const PackedWeights& weights, const BenchOptions& o
         const OutputSlotRing wrote{
             .floats = region.Floats<BenchLayout>(BenchLayout::kOutput).first(size_t(slotCount) * perCall),
             .count = slotCount, .perCall = perCall, .calls = calls};
-        if (const std::string unwritten = UnwrittenOutputText(wrote, shape.model);
-            !unwritten.empty()) {
+        if (const std::string unwritten = UnwrittenOutputText(wrote, shape.model); !unwritten.empty()) {
           r->failure = fmt::format("{}: {}.", what, unwritten);
         } else if (const std::string wrong = CheckDrawnCall(reference, wrote, r->seed, length, m);
                    !wrong.empty()) {

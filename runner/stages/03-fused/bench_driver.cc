@@ -17,13 +17,13 @@
 #include "bench_call.h"
 #include "reference/block/block.h"
 #include "reference/gen/block_data.h"
+#include "runner/compare/block_tolerances.h"
+#include "runner/compare/compare.h"
 #include "runner/engine/check.h"
 #include "runner/isolation/shared_region.h"
 #include "runner/stages/bench_engine.h"
 #include "runner/stages/bench_support.h"
 #include "runner/stages/timed_inputs.h"
-#include "runner/compare/block_tolerances.h"
-#include "runner/compare/compare.h"
 #include "runner/stages/01-block/block_call.h"
 #include "runner/stages/03-fused/stage03_paths.h"
 
@@ -225,8 +225,7 @@ Expected<ChildTimings> RunBenchChild(const std::string& harness, const PackedWei
       if (!r->failure.empty() || callsSkipped) return r;
       const OutputSlotRing wrote{.floats = region.Floats<L>(slots).first(size_t(slotCount) * perCall),
                                  .count = slotCount, .perCall = perCall, .calls = calls};
-      if (const std::string unwritten = UnwrittenOutputText(wrote, perCall / rows);
-          !unwritten.empty()) {
+      if (const std::string unwritten = UnwrittenOutputText(wrote, perCall / rows); !unwritten.empty()) {
         r->failure = fmt::format("{}: {}.", what, unwritten);
       } else if (block) {
         const int c = wrote.DrawKept();

@@ -24,9 +24,11 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_call.h"
+#include "quant_reference.h"
 #include "model/files/tensor_types.h"
 #include "reference/block/block_shape.h"
 #include "reference/gen/block_data.h"
+#include "runner/compare/compare.h"
 #include "runner/engine/check.h"
 #include "runner/engine/kernel_versions.h"
 #include "runner/isolation/shared_region.h"
@@ -34,8 +36,6 @@
 #include "runner/stages/bench_engine.h"
 #include "runner/stages/bench_support.h"
 #include "runner/stages/timed_inputs.h"
-#include "runner/compare/compare.h"
-#include "quant_reference.h"
 
 namespace wb::stage04 {
 // The runner is a unity build: this file's helpers live in a namespace of their own, so no
