@@ -414,8 +414,10 @@ def stage5_contention(b, fig):
     loops = b["busy_loops"]
     out = [f"**Table G.4 — `bench 5 --contention`, the solution.** {caption(b, S5_CONTENTION_COMMAND)} "
            f"Decode tokens/s on 1 and 2 threads, runs alternated, on the machine as it was and then with {loops} "
-           "busy loops beside it (one per CPU); medians, with the slowest and the fastest in brackets, and the "
-           "ratio of the medians.", "",
+           "busy loops beside it (one per CPU)"
+           + (", each run timed by the runner's clock from outside the program" if b.get("timed_from") == "outside"
+              else "")
+           + "; medians, with the slowest and the fastest in brackets, and the ratio of the medians.", "",
            "| model | steps | as is: 1 thread | 2 threads | 2 / 1 | busy: 1 thread | 2 threads | 2 / 1 |",
            "|---|---|---|---|---|---|---|---|"]
     for m in b["models"]:

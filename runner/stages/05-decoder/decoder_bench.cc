@@ -257,13 +257,14 @@ class BusyLoops {
   std::vector<pid_t> pids_;
 };
 
-// Decode tokens/s per thread count ("1", "2") of one bench-mode report.
-json DecodeRatesByThreads(const json& report) {
+// Decode tokens/s per thread count ("1", "2") of one bench-mode report: the runner's, or with
+// `inside` the program's own (UseOutsideTiming keeps them).
+json DecodeRatesByThreads(const json& report, bool inside = false) {
   json rates = json::object();
   for (const json& run : report["runs"]) {
     json& list = rates[std::to_string(run["threads"].get<int>())];
     if (list.is_null()) list = json::array();
-    for (const json& r : run["decode_tokens_per_second"]) list.push_back(r);
+    for (const json& r : (inside ? run["inside"] : run)["decode_tokens_per_second"]) list.push_back(r);
   }
   return rates;
 }
@@ -301,6 +302,7 @@ Expected<int> RunContentionBench(const BenchOptions& o, const GenerateBinary& pr
                  {"decoder", program.decoderName},
                  {"machine", MachineJson()},
                  {"busy_loops", loops},
+                 {"timed_from", "outside"},
                  {"models", json::array()}};
   if (o.format != "json") {
     std::printf("\n%s, decode on 1 and 2 threads, %d runs each, alternated: on this machine as it is, then with %d "
@@ -340,7 +342,10 @@ Expected<int> RunContentionBench(const BenchOptions& o, const GenerateBinary& pr
     json entry = {{"model", ModelNameInReport(model, o.model, paths)},
                   {"decode_steps", steps},
                   {"as_is", DecodeRatesByThreads(asIs->report)},
-                  {"busy", DecodeRatesByThreads(busy->report)}};
+                  {"busy", DecodeRatesByThreads(busy->report)},
+                  {"inside",
+                   {{"as_is", DecodeRatesByThreads(asIs->report, true)},
+                    {"busy", DecodeRatesByThreads(busy->report, true)}}}};
     const Rates quiet1 = RatesOf(entry["as_is"]["1"]), quiet2 = RatesOf(entry["as_is"]["2"]);
     const Rates busy1 = RatesOf(entry["busy"]["1"]), busy2 = RatesOf(entry["busy"]["2"]);
     entry["as_is_ratio"] = quiet2.median / quiet1.median;
