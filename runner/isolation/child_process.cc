@@ -610,14 +610,18 @@ Expected<ProgramRun> RunConfinedProgram(const std::vector<std::string>& argv, co
   };
   int status = 0;
   int forwarded = 0;
-  std::optional<std::chrono::steady_clock::time_point> spanFrom;  // timedSpans: the open span's resuming
+  // timedSpans: whether a span is open, and its start (a plain pair: GCC 12 warns, wrongly, that
+  // an optional time_point may be read uninitialised).
+  bool spanOpen = false;
+  std::chrono::steady_clock::time_point spanFrom{};
   // timedSpans: the child's stops wake the loop at once (SIGCHLD, blocked in this thread and
   // read from a signalfd); should another thread of the runner take the signal, the loop
   // still looks every millisecond while a span runs.
   const ChildSignalWatch stops(limits.timedSpans);
   for (;;) {
-    pollfd polled[4] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}, {child.endedFd(), POLLIN, 0}, {stops.fd(), POLLIN, 0}};
-    poll(polled, 4, spanFrom ? 1 : 50);
+    pollfd polled[4] = {
+        {fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}, {child.endedFd(), POLLIN, 0}, {stops.fd(), POLLIN, 0}};
+    poll(polled, 4, spanOpen ? 1 : 50);
     stops.Drain();
     relay(fds[0], relayStdout);
     relay(fds[1], STDERR_FILENO);
@@ -629,14 +633,14 @@ Expected<ProgramRun> RunConfinedProgram(const std::vector<std::string>& argv, co
     if (limits.timedSpans && child.TryStopped()) {
       const auto now = std::chrono::steady_clock::now();
       ++run.stops;
-      if (spanFrom) {
-        run.spanSeconds.push_back(std::chrono::duration<double>(now - *spanFrom).count());
-        spanFrom.reset();
+      if (spanOpen) {
+        run.spanSeconds.push_back(std::chrono::duration<double>(now - spanFrom).count());
       } else {
         // The clock starts before the child can run: once resumed, its threads may take every
         // CPU, and this process might not run again until the span has ended.
         spanFrom = now;
       }
+      spanOpen = !spanOpen;
       child.Resume();
     }
     if (limits.wallSeconds > 0 &&

@@ -94,8 +94,8 @@ struct ProgramLimits {
   std::string kernelVersion;
   // The program stops itself (SIGSTOP) where each span of timed work begins and again where it
   // ends (runner/harness/stop_self.h): the runner resumes it each time and times each span by
-  // its own clock, from the resuming to the next stop (ProgramRun::spanSeconds). While a span
-  // runs the runner looks for the stop every millisecond. Off: a program that stops stays
+  // its own clock, from the resuming to the next stop (ProgramRun::spanSeconds); the stop wakes
+  // the runner at once (SIGCHLD, read from a signalfd). Off: a program that stops stays
   // stopped until its time limit.
   bool timedSpans = false;
 };

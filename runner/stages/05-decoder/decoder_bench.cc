@@ -42,6 +42,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -173,14 +174,39 @@ struct TimedModel {
   json report;
 };
 
-// The report's rates, replaced by the runner's spans (prefill, decode, prefill, ... in the
-// order of its runs): "" when they fit, else why not.
-std::string UseOutsideTiming(json& report, const ProgramRun& ran) {
-  if (!report.contains("runs") || !report["runs"].is_array()) return "the bench program printed no runs";
-  size_t phases = 0;
-  for (const json& run : report["runs"]) {
-    phases += 2 * run.value("prefill_tokens_per_second", json::array()).size();
+// What TimeModel asked the program for: a session per thread count of --bench-threads, in
+// order, each with --bench-repeats timed runs (the program's defaults when not given).
+struct AskedRuns {
+  std::vector<int> threads = {1, 2};
+  int repeats = 3;
+};
+AskedRuns AskedOf(const std::vector<std::string>& benchArgs) {
+  AskedRuns asked;
+  for (size_t i = 0; i + 1 < benchArgs.size(); ++i) {
+    if (benchArgs[i] == "--bench-repeats") asked.repeats = std::stoi(benchArgs[i + 1]);
+    if (benchArgs[i] == "--bench-threads") {
+      asked.threads.clear();
+      std::stringstream list(benchArgs[i + 1]);
+      for (std::string item; std::getline(list, item, ',');) asked.threads.push_back(std::stoi(item));
+    }
   }
+  return asked;
+}
+
+// The report's rates, replaced by the runner's spans (prefill, decode, prefill, ... in the
+// order of the runs the runner asked for): "" when they fit, else why not. The count of spans
+// is the runner's own, not the report's: the report is printed by a program the decoder is
+// linked into.
+std::string UseOutsideTiming(json& report, const ProgramRun& ran, const AskedRuns& asked) {
+  const size_t phases = 2 * asked.threads.size() * static_cast<size_t>(asked.repeats);
+  bool shaped = report.contains("runs") && report["runs"].is_array() && report["runs"].size() == asked.threads.size();
+  for (size_t i = 0; shaped && i < asked.threads.size(); ++i) {
+    const json& run = report["runs"][i];
+    shaped = run.value("threads", 0) == asked.threads[i] &&
+             run.value("prefill_tokens_per_second", json::array()).size() == static_cast<size_t>(asked.repeats) &&
+             run.value("decode_tokens_per_second", json::array()).size() == static_cast<size_t>(asked.repeats);
+  }
+  if (!shaped) return "the bench program's report does not hold the runs the bench asked for";
   if (ran.spanSeconds.size() != phases || ran.stops != 2 * static_cast<int>(phases)) {
     return fmt::format("the bench program stopped itself {} times where its {} timed phases make {}: the decoder "
                        "stopped its own process while it was timed, and no figure is printed for that",
@@ -224,7 +250,7 @@ Expected<TimedModel> TimeModel(const GenerateBinary& program, const std::string&
                  model.c_str());
     return TimedModel{confined->exitStatus == 2 ? kExitBadInput : kExitFail, nullptr};
   }
-  if (const std::string wrong = UseOutsideTiming(printed, *confined); !wrong.empty()) {
+  if (const std::string wrong = UseOutsideTiming(printed, *confined, AskedOf(benchArgs)); !wrong.empty()) {
     std::fprintf(stderr, "workbook: %s, on %s.\n", wrong.c_str(), model.c_str());
     return TimedModel{kExitFail, nullptr};
   }
