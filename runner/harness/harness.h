@@ -67,6 +67,20 @@ class Region {
   // runner's clock, from here to the child's end, is the batch's time
   // (runner/stages/bench_engine.h).
   uint64_t StartTimedCalls();
+  // A bench child's calls, as runner/stages/bench_engine.h lays them out: makeInputs(0, 0) (seed
+  // 0 is never a timed call's) and the untimed call into slot `slots`, the stop, then `calls`
+  // timed calls, call c after makeInputs(seed, c), into slot c % slots; with `skipped`, the
+  // inputs alone. call(slot) makes one call, writing into output slot `slot`.
+  template <typename MakeInputs, typename Call>
+  void RunBenchCalls(int calls, int slots, bool skipped, const MakeInputs& makeInputs, const Call& call) {
+    makeInputs(uint64_t{0}, 0u);
+    call(slots);  // untimed: pages, caches, thread pools
+    const uint64_t seed = StartTimedCalls();
+    for (int c = 0; c < calls; ++c) {
+      makeInputs(seed, static_cast<unsigned>(c));
+      if (!skipped) call(c % slots);
+    }
+  }
 
  private:
   shm::Header* header_;

@@ -64,6 +64,16 @@ std::string UnwrittenOutputText(const OutputSlotRing& slots, size_t width) {
                      unwritten->element / width, unwritten->element % width, kSkippedWorkText);
 }
 
+void KeptCalls::KeepDrawn(const OutputSlotRing& slots, uint64_t seed) {
+  const int call = slots.DrawKept();
+  const std::span<const float> output = slots.Of(call);
+  kept_.push_back({.seed = seed, .call = call, .calls = slots.calls, .output = {output.begin(), output.end()}});
+}
+
+const KeptCall& KeptCalls::DrawOne() const {
+  return kept_[static_cast<size_t>(DrawBelow(static_cast<int>(kept_.size())))];
+}
+
 int OutputSlotRing::DrawKept() const { return FirstKept() + DrawBelow(Kept()); }
 
 int DrawBelow(int count) { return std::uniform_int_distribution<int>(0, std::max(count, 1) - 1)(BenchRandom()); }

@@ -103,6 +103,26 @@ double BatchWallSeconds(double budgetSeconds);
 Expected<BatchRun> RunBatchChild(const std::string& harness, SharedRegion& region, ChildLimits limits,
                                  const std::string& function);
 
+// Timed calls kept for a check made once the whole measurement is over (the blocks', whose
+// float64 reference is too slow to run on every batch): one kept call of each batch, drawn at
+// random, with its batch's seed and call count and what it wrote; DrawOne picks the call that
+// is checked only then, so no batch could know whether it is the one.
+struct KeptCall {
+  uint64_t seed = 0;
+  int call = 0;
+  int calls = 0;
+  std::vector<float> output;
+};
+class KeptCalls {
+ public:
+  void KeepDrawn(const OutputSlotRing& slots, uint64_t seed);
+  bool empty() const { return kept_.empty(); }
+  const KeptCall& DrawOne() const;
+
+ private:
+  std::vector<KeptCall> kept_;
+};
+
 // The first kept call whose output holds an element never written (still the region's
 // poison): the call and the element's index in its slot.
 struct UnwrittenOutput {

@@ -170,6 +170,29 @@ TEST_CASE("the output slots keep the last calls, and a kept slot still holding t
   CHECK_FALSE(wb::FindUnwritten({.floats = quiet, .count = 1, .perCall = 4, .calls = 1}).has_value());
 }
 
+TEST_CASE("a kept call is one of the batch's kept calls, with what it wrote, and the one checked is one of those") {
+  std::vector<float> floats = {0, 1, 2, 3, 4, 5};  // three slots of two floats
+  wb::KeptCalls kept;
+  CHECK(kept.empty());
+  kept.KeepDrawn({.floats = floats, .count = 3, .perCall = 2, .calls = 5}, 7);  // calls 2, 3, 4 kept
+  kept.KeepDrawn({.floats = floats, .count = 3, .perCall = 2, .calls = 1}, 9);  // call 0 alone
+  REQUIRE_FALSE(kept.empty());
+  for (int i = 0; i < 100; ++i) {
+    const wb::KeptCall& one = kept.DrawOne();
+    REQUIRE(one.output.size() == 2);
+    // What it wrote is its own slot's: slot c % 3 holds 2 * (c % 3) and 2 * (c % 3) + 1.
+    CHECK(one.output[0] == float(2 * (one.call % 3)));
+    if (one.seed == 7) {
+      CHECK((one.call >= 2 && one.call <= 4));
+      CHECK(one.calls == 5);
+    } else {
+      CHECK(one.seed == 9);
+      CHECK(one.call == 0);
+      CHECK(one.calls == 1);
+    }
+  }
+}
+
 TEST_CASE("a call's timed inputs depend on its seed, stream and call, and on nothing else") {
   const wb::TimedInputs a(42, 1, 0), same(42, 1, 0), otherCall(42, 1, 1), otherSeed(43, 1, 0), otherStream(42, 2, 0);
   std::vector<float> first(1000), again(1000), tail(10);

@@ -40,16 +40,10 @@ void CallStage(Region& region) {
     }
   };
   region.BeginCall(0);
-  // Untimed, on inputs of seed 0 (never a timed call's), into the slot after the timed calls'
-  // (so a timed call that writes nothing leaves its own slot unwritten): pages, caches, the
-  // OpenMP thread pool.
-  TimedInputs(0, L::kTimedInputStream, 0).Fill(input, inputCount);
-  call(slots + static_cast<size_t>(p.slots) * slotCount);
-  const uint64_t seed = region.StartTimedCalls();
-  for (int c = 0; c < p.calls; ++c) {
-    TimedInputs(seed, L::kTimedInputStream, static_cast<uint32_t>(c)).Fill(input, inputCount);
-    if (p.callsSkipped == 0) call(slots + static_cast<size_t>(c % p.slots) * slotCount);
-  }
+  region.RunBenchCalls(
+      p.calls, p.slots, p.callsSkipped != 0,
+      [&](uint64_t seed, uint32_t c) { TimedInputs(seed, L::kTimedInputStream, c).Fill(input, inputCount); },
+      [&](int slot) { call(slots + static_cast<size_t>(slot) * slotCount); });
   region.EndCall();
 }
 

@@ -141,18 +141,9 @@ std::string CheckMatmulCalls(const OutputSlotRing& slots, uint64_t seed, const f
   return "";
 }
 
-// A timed fused_block call kept for the check after the measurement: its batch's seed, which
-// call it was, of how many, and what it wrote.
-struct KeptBlockCall {
-  uint64_t seed = 0;
-  int call = 0;
-  int calls = 0;  // of its batch
-  std::vector<float> output;
-};
-
 // The kept call's output against the float64 reference block on that call's x (made again
 // from its seed), within the block's tolerance for its output (runner/compare/block_tolerances.h).
-std::string CheckBlockCall(const KeptBlockCall& kept, std::span<const float> weights, std::span<const float> ropeCos,
+std::string CheckBlockCall(const KeptCall& kept, std::span<const float> weights, std::span<const float> ropeCos,
                            std::span<const float> ropeSin, int T) {
   const ref::BlockShape shape = ref::Stage1Shape();
   std::vector<float> x(static_cast<size_t>(T) * shape.model);
@@ -214,7 +205,7 @@ Expected<ChildTimings> RunBenchChild(const std::string& harness, const PackedWei
     const size_t perCall = rows * (block ? size_t(s.D) : size_t(kBenchShapes[m].out));
     const L::Buffer slots = block ? L::kOutput : L::kMatmulOutput;
     const int slotCount = slotsFor(m);
-    std::vector<KeptBlockCall> kept;  // a call of each batch of the block's, drawn at random
+    KeptCalls kept;  // the block's: a call of each batch
     RunBatch batch = [&](int calls, bool callsSkipped) -> Expected<BatchRun> {
       region.PoisonOutputs();
       region.SetParams<L>({.tokens = T, .threads = threads, .measurement = m, .calls = calls,
@@ -228,9 +219,7 @@ Expected<ChildTimings> RunBenchChild(const std::string& harness, const PackedWei
       if (const std::string unwritten = UnwrittenOutputText(wrote, perCall / rows); !unwritten.empty()) {
         r->failure = fmt::format("{}: {}.", what, unwritten);
       } else if (block) {
-        const int c = wrote.DrawKept();
-        const std::span<const float> output = wrote.Of(c);
-        kept.push_back({.seed = r->seed, .call = c, .calls = calls, .output = {output.begin(), output.end()}});
+        kept.KeepDrawn(wrote, r->seed);
       } else {
         const std::string wrong = CheckMatmulCalls(wrote, r->seed, shapeWeights[m], T, kBenchShapes[m]);
         if (!wrong.empty()) r->failure = wrong + ".";
@@ -240,10 +229,7 @@ Expected<ChildTimings> RunBenchChild(const std::string& harness, const PackedWei
     auto timed = TimeCallsFromOutside(batch, budget);
     if (!timed.ok()) return timed.error();
     if (timed->failure.empty() && block && !kept.empty()) {
-      // One of the batches' kept calls, drawn only now: the reference block is too slow to run
-      // on every batch, and no batch could know which one it is.
-      const KeptBlockCall& drawn = kept[size_t(DrawBelow(static_cast<int>(kept.size())))];
-      const std::string wrong = CheckBlockCall(drawn, weights.values, ropeCos, ropeSin, T);
+      const std::string wrong = CheckBlockCall(kept.DrawOne(), weights.values, ropeCos, ropeSin, T);
       if (!wrong.empty()) timed->failure = wrong + ".";
     }
     if (!timed->failure.empty()) {

@@ -38,19 +38,13 @@ void MapEveryPage(const unsigned char* bytes, size_t count) {
   (void)keep;
 }
 
-// The untimed call, on inputs of seed 0, into the slot after the timed calls' (so a timed call
-// that writes nothing leaves its own slot unwritten), then `calls` calls, call c after
-// makeInputs(seed, c), into slot c % slots (or the inputs alone).
+// The untimed call, then `calls` calls, call c after makeInputs(seed, c), each into its output
+// slot (Region::RunBenchCalls).
 template <typename MakeInputs, typename Call>
 void RunCalls(Region& region, const L::Params& p, const MakeInputs& makeInputs, const Call& call, float* slots,
               size_t slotCount) {
-  makeInputs(0, 0);  // seed 0: never a timed call's
-  call(slots + static_cast<size_t>(p.slots) * slotCount);  // untimed: pages, caches, the OpenMP thread pool
-  const uint64_t seed = region.StartTimedCalls();
-  for (int c = 0; c < p.calls; ++c) {
-    makeInputs(seed, static_cast<uint32_t>(c));
-    if (p.callsSkipped == 0) call(slots + static_cast<size_t>(c % p.slots) * slotCount);
-  }
+  region.RunBenchCalls(p.calls, p.slots, p.callsSkipped != 0, makeInputs,
+                       [&](int slot) { call(slots + static_cast<size_t>(slot) * slotCount); });
 }
 
 // matmul_q on rows x kDecodeCols of each copy in turn, T rows of the activations.

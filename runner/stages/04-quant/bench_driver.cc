@@ -288,19 +288,10 @@ std::string CheckMatmulQCalls(const OutputSlotRing& slots, uint64_t seed, Weight
   return "";
 }
 
-// A timed quant_block call kept for the check after the measurement: its batch's seed, which
-// call it was, its batch's calls, and what it wrote.
-struct KeptBlockCall {
-  uint64_t seed = 0;
-  int call = 0;
-  int calls = 0;
-  std::vector<float> output;
-};
-
 // The kept call's output against the float64 reference of the quantized block on that call's x
 // (made again from its seed), within the tolerance the stage's checks give the output
 // (ChainTolerance: roundings to Q8_0 that flip upstream move it).
-std::string CheckBlockCall(const KeptBlockCall& kept, const QuantWeightSet& set, int T) {
+std::string CheckBlockCall(const KeptCall& kept, const QuantWeightSet& set, int T) {
   const ref::BlockShape shape = ref::Stage1Shape();
   std::vector<float> x(size_t(T) * shape.model);
   TimedInputs(kept.seed, L::kTimedX, static_cast<uint32_t>(kept.call)).Fill(x.data(), x.size());
@@ -341,7 +332,7 @@ Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets
     const size_t perCall = OutputFloats(m);
     const int slotCount = SlotsFor(m);
     const L::Buffer slots = matmul ? L::kY : L::kOutput;
-    std::vector<KeptBlockCall> kept;  // a call of each batch of the block's, drawn at random
+    KeptCalls kept;  // the block's: a call of each batch
     RunBatch batch = [&](int calls, bool callsSkipped) -> Expected<BatchRun> {
       params.measurement = m;
       params.calls = calls;
@@ -364,18 +355,15 @@ Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets
                               region.Bytes<L>(type == Weight::kQ4_0 ? L::kQ4Copies : L::kQ8Copies), T, RowsOf(m));
         if (!wrong.empty()) r->failure = MeasurementName(m) + ": " + wrong + ".";
       } else {
-        const int c = wrote.DrawKept();
-        const std::span<const float> output = wrote.Of(c);
-        kept.push_back({.seed = r->seed, .call = c, .calls = calls, .output = {output.begin(), output.end()}});
+        kept.KeepDrawn(wrote, r->seed);
       }
       return r;
     };
     auto timed = TimeCallsFromOutside(batch, budget);
     if (!timed.ok()) return timed.error();
     if (timed->failure.empty() && !matmul && !kept.empty()) {
-      // One of the batches' kept calls, drawn only now: no batch could know which one it is.
       const int set = (m - kFirstBlockMeasurement) / int(kBlockTokens.size());
-      const std::string wrong = CheckBlockCall(kept[size_t(DrawBelow(int(kept.size())))], sets.at(kBlockSets[set]), T);
+      const std::string wrong = CheckBlockCall(kept.DrawOne(), sets.at(kBlockSets[set]), T);
       if (!wrong.empty()) timed->failure = MeasurementName(m) + ": " + wrong + ".";
     }
     if (!timed->failure.empty()) {
