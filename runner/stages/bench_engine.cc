@@ -151,4 +151,36 @@ Expected<OutsideTiming> TimeCallsFromOutside(const RunBatch& run, double budgetS
   return result;
 }
 
+Expected<OutsideTiming> TimeMeasurement(const BenchMeasurement& m, const std::string& harness, SharedRegion& region,
+                                        ChildLimits limits, double budgetSeconds) {
+  limits.wallSeconds = BatchWallSeconds(budgetSeconds);
+  const auto named = [&m](const std::string& wrong) { return fmt::format("{}: {}", m.name, wrong); };
+  KeptCalls kept;
+  RunBatch batch = [&](int calls, bool callsSkipped) -> Expected<BatchRun> {
+    region.PoisonOutputs();
+    m.setParams(calls, callsSkipped);
+    auto ran = RunBatchChild(harness, region, limits, "the bench");
+    if (!ran.ok()) return ran;
+    if (!ran->failure.empty()) {
+      ran->failure = named(ran->failure);
+      return ran;
+    }
+    if (callsSkipped) return ran;
+    const OutputSlotRing wrote{.floats = m.slotFloats.first(static_cast<size_t>(m.slots) * m.perCall),
+                               .count = m.slots, .perCall = m.perCall, .calls = calls};
+    std::string wrong = UnwrittenOutputText(wrote, m.rowWidth);
+    if (wrong.empty() && m.checkBatch) wrong = m.checkBatch(wrote, ran->seed);
+    if (!wrong.empty()) {
+      ran->failure = named(wrong) + ".";
+    } else if (m.checkKept) {
+      kept.KeepDrawn(wrote, ran->seed);
+    }
+    return ran;
+  };
+  auto timed = TimeCallsFromOutside(batch, budgetSeconds);
+  if (!timed.ok() || !timed->failure.empty() || !m.checkKept || kept.empty()) return timed;
+  if (const std::string wrong = m.checkKept(kept.DrawOne()); !wrong.empty()) timed->failure = named(wrong) + ".";
+  return timed;
+}
+
 }  // namespace wb

@@ -123,6 +123,34 @@ class KeptCalls {
   std::vector<KeptCall> kept_;
 };
 
+// One measurement of a bench, as a driver describes it: its name, where its calls write and
+// how wide, how to tell a batch's child what to do, and how the runner checks what the kept calls
+// wrote. TimeMeasurement does the rest (the poisoning, the children, the unwritten check, the
+// draws). Set one of the two checks, or both:
+//   checkBatch  every batch's kept calls, checked as soon as its child has ended (a sample
+//               against the reference: the matmuls');
+//   checkKept   one kept call of each batch kept (KeptCalls), and one of them checked once the
+//               measurement is over (the blocks', whose float64 reference is too slow for every
+//               batch).
+// Each returns "" when what it checked is right, or what is wrong in words; every refusal
+// begins with `name`.
+struct BenchMeasurement {
+  std::string name;              // "matmul qkv", "quant_block on q8_0 at T = 16"
+  size_t perCall = 0;            // floats one call writes
+  size_t rowWidth = 1;           // floats in one row of them, to name an element's row and column
+  int slots = 0;                 // OutputSlots(perCall * sizeof(float))
+  std::span<const float> slotFloats;  // the region's output slots: at least slots * perCall floats
+  std::function<void(int calls, bool callsSkipped)> setParams;  // the region's parameters for one batch
+  std::function<std::string(const OutputSlotRing& wrote, uint64_t seed)> checkBatch;
+  std::function<std::string(const KeptCall& kept)> checkKept;
+};
+
+// Times `measurement` from outside (TimeCallsFromOutside over children of `harness` on `region`,
+// under `limits` with BatchWallSeconds(budgetSeconds)), checking every batch as the measurement
+// says; a failure, its name first, ends it with no figure.
+Expected<OutsideTiming> TimeMeasurement(const BenchMeasurement& measurement, const std::string& harness,
+                                        SharedRegion& region, ChildLimits limits, double budgetSeconds);
+
 // The first kept call whose output holds an element never written (still the region's
 // poison): the call and the element's index in its slot.
 struct UnwrittenOutput {

@@ -132,6 +132,18 @@ Expected<CacheSize> LastLevelCache() {
 
 std::string Mebibytes(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
+std::string Duration(double seconds) {
+  if (seconds >= 1.0) return fmt::format("{:.2f} s", seconds);
+  if (seconds >= 1e-3) return fmt::format("{:.2f} ms", seconds * 1e3);
+  return fmt::format("{:.1f} us", seconds * 1e6);
+}
+
+std::string TimeRange(const CallTiming& t) {
+  const double unit = t.median >= 1.0 ? 1.0 : t.median >= 1e-3 ? 1e-3 : 1e-6;
+  const char* name = unit == 1.0 ? "s" : unit == 1e-3 ? "ms" : "us";
+  return fmt::format("{:.2f} {} ({:.2f}-{:.2f})", t.median / unit, name, t.fastest / unit, t.slowest / unit);
+}
+
 Status CheckPlotWritable(const std::string& path) {
   const std::string temporary = path + ".partial";
   if (!std::ofstream(temporary, std::ios::binary | std::ios::trunc)) {

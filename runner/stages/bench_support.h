@@ -44,6 +44,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/expected.h"
+#include "runner/stages/call_timing.h"
 
 namespace wb {
 
@@ -65,6 +66,10 @@ uint64_t MemoryPassBytes(const CacheSize& cache);
 nlohmann::json MachineJson();
 
 std::string Mebibytes(uint64_t bytes);
+// "2.40 ms": seconds in the unit that suits them (s, ms or us).
+std::string Duration(double seconds);
+// "6.10 ms (6.01-6.52)": a timing's median, then its fastest and slowest, in the median's unit.
+std::string TimeRange(const CallTiming& t);
 
 struct SpeedGoal {
   std::string goal;  // "matmul qkv, T = 512, 1 thread: % of the FMA peak"

@@ -13,18 +13,13 @@
 #include "runner/compare/compare.h"
 #include "runner/isolation/shared_region.h"
 #include "runner/stages/bench_engine.h"
+#include "runner/stages/bench_support.h"
 #include "runner/stages/timed_inputs.h"
 
 namespace wb::stage02 {
 namespace {
 
 using BenchLayout = BenchCall;
-
-std::string Duration(double seconds) {
-  if (seconds >= 1.0) return fmt::format("{:.2f} s", seconds);
-  if (seconds >= 1e-3) return fmt::format("{:.2f} ms", seconds * 1e3);
-  return fmt::format("{:.1f} us", seconds * 1e6);
-}
 
 // What the bench's checks read: the block's weights, the RoPE tables and the cache the runner
 // laid out, as doubles.

@@ -60,21 +60,6 @@ double MatmulBytes(int T, const BenchShape& shape) {
   return 4.0 * (double(T) * shape.in + double(shape.out) * shape.in + double(T) * shape.out);
 }
 
-std::string Duration(double seconds) {
-  if (seconds >= 1.0) return fmt::format("{:.2f} s", seconds);
-  if (seconds >= 1e-3) return fmt::format("{:.2f} ms", seconds * 1e3);
-  return fmt::format("{:.1f} us", seconds * 1e6);
-}
-
-Timing FromJson(const json& j) {
-  return {.median = j["median"].get<double>(), .fastest = j["fastest"].get<double>(),
-          .slowest = j["slowest"].get<double>(), .runs = j["runs"].get<int>()};
-}
-json ToJson(const Timing& t) {
-  return {{"median_seconds", t.median}, {"fastest_seconds", t.fastest}, {"slowest_seconds", t.slowest},
-          {"runs", t.runs}};
-}
-
 // --- the yardstick: trusted, started outside the sandbox -----------------------------------
 struct YardstickRun {
   bool ok = false;  // exited 0 and printed one JSON object
@@ -134,8 +119,8 @@ std::string CheckMatmulCalls(const OutputSlotRing& slots, uint64_t seed, const f
     }
     const double got = slots.Of(c)[size_t(t) * shape.out + o];
     if (!(std::fabs(got - sum) <= 1e-4 * magnitude + 1e-30)) {
-      return fmt::format("matmul {}: timed call {} of {} wrote {} at row {}, column {}, where the product is {:.7g}: {}",
-                         shape.name, c + 1, slots.calls, got, t, o, sum, kWrongWhenTimedText);
+      return fmt::format("timed call {} of {} wrote {} at row {}, column {}, where the product is {:.7g}: {}", c + 1,
+                         slots.calls, got, t, o, sum, kWrongWhenTimedText);
     }
   }
   return "";
@@ -154,8 +139,8 @@ std::string CheckBlockCall(const KeptCall& kept, std::span<const float> weights,
   const ref::BlockState expected = ref::RunBlock(shape, ref::BlockRecipe{}, ref::ViewPacked(shape, weights), inputs);
   const std::vector<double>& output = expected[ref::Index(ref::Checkpoint::kOutput)];
   if (Matches(kept.output, output, BlockTolerance(ref::Checkpoint::kOutput))) return "";
-  return fmt::format("fused_block: timed call {} of {} wrote an output the reference does not: {}", kept.call + 1,
-                     kept.calls, kWrongWhenTimedText);
+  return fmt::format("timed call {} of {} wrote an output the reference does not: {}", kept.call + 1, kept.calls,
+                     kWrongWhenTimedText);
 }
 
 // The first `measurements` of the child's (the four matmul shapes, then fused_block), each
@@ -195,43 +180,33 @@ Expected<ChildTimings> RunBenchChild(const std::string& harness, const PackedWei
   std::ranges::copy(ropeSin, region.Floats<L>(L::kRopeSin).begin());
   const ref::BlockWeights view = ref::ViewPacked(ref::Stage1Shape(), weights.values);
   const float* shapeWeights[kBenchShapeCount] = {view.wq.data(), view.wo.data(), view.gate.data(), view.down.data()};
-  ChildLimits limits = context.limits;
-  limits.wallSeconds = BatchWallSeconds(budget);
-
   ChildTimings result;
   for (int m = 0; m < measurements; ++m) {
     const bool block = m == kBenchShapeCount;
-    const std::string what = block ? "fused_block" : fmt::format("matmul {}", kBenchShapes[m].name);
-    const size_t perCall = rows * (block ? size_t(s.D) : size_t(kBenchShapes[m].out));
-    const L::Buffer slots = block ? L::kOutput : L::kMatmulOutput;
-    const int slotCount = slotsFor(m);
-    KeptCalls kept;  // the block's: a call of each batch
-    RunBatch batch = [&](int calls, bool callsSkipped) -> Expected<BatchRun> {
-      region.PoisonOutputs();
-      region.SetParams<L>({.tokens = T, .threads = threads, .measurement = m, .calls = calls,
-                           .callsSkipped = callsSkipped ? 1 : 0, .slots = slotCount});
-      auto r = RunBatchChild(harness, region, limits, "the bench");
-      if (!r.ok()) return r;
-      if (!r->failure.empty()) r->failure = what + ": " + r->failure;
-      if (!r->failure.empty() || callsSkipped) return r;
-      const OutputSlotRing wrote{.floats = region.Floats<L>(slots).first(size_t(slotCount) * perCall),
-                                 .count = slotCount, .perCall = perCall, .calls = calls};
-      if (const std::string unwritten = UnwrittenOutputText(wrote, perCall / rows); !unwritten.empty()) {
-        r->failure = fmt::format("{}: {}.", what, unwritten);
-      } else if (block) {
-        kept.KeepDrawn(wrote, r->seed);
-      } else {
-        const std::string wrong = CheckMatmulCalls(wrote, r->seed, shapeWeights[m], T, kBenchShapes[m]);
-        if (!wrong.empty()) r->failure = wrong + ".";
-      }
-      return r;
-    };
-    auto timed = TimeCallsFromOutside(batch, budget);
-    if (!timed.ok()) return timed.error();
-    if (timed->failure.empty() && block && !kept.empty()) {
-      const std::string wrong = CheckBlockCall(kept.DrawOne(), weights.values, ropeCos, ropeSin, T);
-      if (!wrong.empty()) timed->failure = wrong + ".";
+    const size_t width = block ? size_t(s.D) : size_t(kBenchShapes[m].out);
+    BenchMeasurement measurement{
+        .name = block ? "fused_block" : fmt::format("matmul {}", kBenchShapes[m].name),
+        .perCall = rows * width,
+        .rowWidth = width,
+        .slots = slotsFor(m),
+        .slotFloats = region.Floats<L>(block ? L::kOutput : L::kMatmulOutput),
+        .setParams = [&, m](int calls, bool callsSkipped) {
+          region.SetParams<L>({.tokens = T, .threads = threads, .measurement = m, .calls = calls,
+                               .callsSkipped = callsSkipped ? 1 : 0, .slots = slotsFor(m)});
+        },
+        .checkBatch = nullptr,
+        .checkKept = nullptr};
+    if (block) {
+      measurement.checkKept = [&](const KeptCall& kept) {
+        return CheckBlockCall(kept, weights.values, ropeCos, ropeSin, T);
+      };
+    } else {
+      measurement.checkBatch = [&, m](const OutputSlotRing& wrote, uint64_t seed) {
+        return CheckMatmulCalls(wrote, seed, shapeWeights[m], T, kBenchShapes[m]);
+      };
     }
+    auto timed = TimeMeasurement(measurement, harness, region, context.limits, budget);
+    if (!timed.ok()) return timed.error();
     if (!timed->failure.empty()) {
       result.failure = timed->failure;
       break;
@@ -433,7 +408,7 @@ json ToJson(const Machine& m, const std::vector<Row>& rows, const std::vector<Ve
                             {"kernel", r.kernel},
                             {"flops", r.flops},
                             {"bytes", r.bytes},
-                            {"time", ToJson(r.student)},
+                            {"time", ReportTimingJson(r.student)},
                             {"gflops", r.Gflops()},
                             {"percent_of_peak", 100.0 * r.Gflops() / PeakFor(m, r.threads)},
                             {"stage1_seconds", r.stageOneSeconds > 0 ? json(r.stageOneSeconds) : json(nullptr)},
@@ -447,7 +422,7 @@ json ToJson(const Machine& m, const std::vector<Row>& rows, const std::vector<Ve
   for (const VersionRow& v : versions) {
     json times = json::array();
     for (const auto& [T, t] : v.qkv) {
-      times.push_back({{"T", T}, {"time", ToJson(t)}, {"gflops", MatmulFlops(T, kBenchShapes[0]) / t.median / 1e9}});
+      times.push_back({{"T", T}, {"time", ReportTimingJson(t)}, {"gflops", MatmulFlops(T, kBenchShapes[0]) / t.median / 1e9}});
     }
     root["versions"].push_back(
         {{"version", v.version}, {"name", v.name}, {"valid", v.valid}, {"check", v.verdict}, {"qkv", times}});
@@ -832,13 +807,13 @@ Expected<int> RunFusedBench(const PackedWeights& weights, const BenchOptions& o,
         Row r{.T = T, .threads = threads, .kernel = std::string("matmul ") + kBenchShapes[s].name,
               .flops = MatmulFlops(T, kBenchShapes[s]), .bytes = MatmulBytes(T, kBenchShapes[s]),
               .student = child->timings[s], .stageOneSeconds = 0,
-              .openBlasSeconds = FromJson(yard->result["sgemm"][s]).median};
-        if (threads == 1) r.stageOneSeconds = FromJson(yard->result["stage1_loops"][s]).median;
+              .openBlasSeconds = TimingFromYardstick(yard->result["sgemm"][s]).median};
+        if (threads == 1) r.stageOneSeconds = TimingFromYardstick(yard->result["stage1_loops"][s]).median;
         rows.push_back(r);
       }
       Row block{.T = T, .threads = threads, .kernel = "fused_block", .flops = FusedBlockFlops(T), .bytes = BlockBytes(T),
                 .student = child->timings[kBenchShapeCount], .stageOneSeconds = 0,
-                .openBlasSeconds = FromJson(yard->result["openblas_block"]).median};
+                .openBlasSeconds = TimingFromYardstick(yard->result["openblas_block"]).median};
       if (threads == 1) {
         auto one = StageOneBlockSeconds(weights, T, context);
         if (!one.ok()) return one.error();

@@ -209,10 +209,6 @@ std::vector<float> Filled(size_t count, unsigned seed) {
   return values;
 }
 
-json TimingJson(const wb::stage03::Timing& t) {
-  return {{"median", t.median}, {"fastest", t.fastest}, {"slowest", t.slowest}, {"runs", t.runs}};
-}
-
 int Usage() {
   std::fprintf(stderr, "usage: stage03-yardstick probe BUDGET [BYTES] | corename | measure T THREADS BUDGET\n");
   return 2;
@@ -258,16 +254,16 @@ int main(int argc, char** argv) {
     for (int s = 0; s < wb::stage03::kBenchShapeCount; ++s) {
       const auto shape = wb::stage03::kBenchShapes[s];
       const float* W = w.data() + offsets[s];
-      result["sgemm"].push_back(TimingJson(
+      result["sgemm"].push_back(wb::YardstickTimingJson(
           Measure([&] { Sgemm(T, shape.out, shape.in, input.data(), W, y.data(), false); }, budget)));
       // Stage 1's loops have no threads: timed once, on the one-thread run.
       if (threads == 1) {
-        result["stage1_loops"].push_back(TimingJson(
+        result["stage1_loops"].push_back(wb::YardstickTimingJson(
             Measure([&] { StageOneLoops(T, shape.out, shape.in, input.data(), W, y.data()); }, budget)));
       }
     }
     Buffers buffers(T);
-    result["openblas_block"] = TimingJson(Measure(
+    result["openblas_block"] = wb::YardstickTimingJson(Measure(
         [&] { OpenBlasBlock(T, threads, w.data(), x.data(), ropeCos.data(), ropeSin.data(), buffers); }, budget));
   } else {
     return Usage();

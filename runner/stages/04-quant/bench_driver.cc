@@ -77,27 +77,11 @@ Plan MakePlan(const CacheSize& cache) {
 }
 
 // --- timings ---------------------------------------------------------------------------------
-Timing FromYardstick(const json& j) {
-  return {.median = j.at("median").get<double>(), .fastest = j.at("fastest").get<double>(),
-          .slowest = j.at("slowest").get<double>(), .runs = j.at("runs").get<int>()};
-}
 // What Measure can produce: positive, finite, in order, at least its minimum of runs.
 bool Sound(const Timing& t) {
   return std::isfinite(t.median) && std::isfinite(t.slowest) && t.fastest > 0 && t.fastest <= t.median &&
          t.median <= t.slowest && t.runs >= stage03::kMinRuns && t.runs <= stage03::kMaxRuns;
 }
-json TimingJson(const Timing& t) {
-  return {{"median_seconds", t.median}, {"fastest_seconds", t.fastest}, {"slowest_seconds", t.slowest},
-          {"runs", t.runs}};
-}
-
-// "6.10 ms (6.01-6.52)": the median, then the fastest and slowest, in the median's unit.
-std::string TimeRange(const Timing& t) {
-  const double unit = t.median >= 1.0 ? 1.0 : t.median >= 1e-3 ? 1e-3 : 1e-6;
-  const char* name = unit == 1.0 ? "s" : unit == 1e-3 ? "ms" : "us";
-  return fmt::format("{:.2f} {} ({:.2f}-{:.2f})", t.median / unit, name, t.fastest / unit, t.slowest / unit);
-}
-
 // --- the yardstick: trusted, started outside the sandbox -----------------------------------
 // Runs stage04-yardstick with `args` and returns the JSON object it prints (runner/stages/bench_support.h),
 // checked to hold a timing per thread count.
@@ -317,7 +301,6 @@ Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets
     for (size_t m = 0; m < set.matrices.size(); ++m) params.types[s][m] = set.matrices[m].type;
   }
   ChildLimits limits = context.limits;
-  limits.wallSeconds = BatchWallSeconds(budget);
   // Room for one type's copies packed (the optional step: the measurement packs the copies it
   // times).
   if (limits.memoryBytes > 0) {
@@ -329,43 +312,32 @@ Expected<ChildTimings> RunBenchChild(SharedRegion& region, const QuantWeightSets
     const bool matmul = m < kFirstBlockMeasurement;
     const Weight type = m == kDecodeQ4_0 || m == kPrefillQ4_0 ? Weight::kQ4_0 : Weight::kQ8_0;
     const int T = TokensOf(m);
-    const size_t perCall = OutputFloats(m);
-    const int slotCount = SlotsFor(m);
-    const L::Buffer slots = matmul ? L::kY : L::kOutput;
-    KeptCalls kept;  // the block's: a call of each batch
-    RunBatch batch = [&](int calls, bool callsSkipped) -> Expected<BatchRun> {
-      params.measurement = m;
-      params.calls = calls;
-      params.callsSkipped = callsSkipped ? 1 : 0;
-      params.slots = slotCount;
-      region.SetParams<L>(params);
-      region.PoisonOutputs();
-      auto r = RunBatchChild(context.harness, region, limits, "the bench");
-      if (!r.ok()) return r;
-      if (!r->failure.empty()) r->failure = MeasurementName(m) + ": " + r->failure;
-      if (!r->failure.empty() || callsSkipped) return r;
-      const OutputSlotRing wrote{.floats = region.Floats<L>(slots).first(size_t(slotCount) * perCall),
-                                 .count = slotCount, .perCall = perCall, .calls = calls};
-      if (const std::string unwritten = UnwrittenOutputText(wrote, perCall / size_t(T));
-          !unwritten.empty()) {
-        r->failure = fmt::format("{}: {}.", MeasurementName(m), unwritten);
-      } else if (matmul) {
-        const std::string wrong =
-            CheckMatmulQCalls(wrote, r->seed, type,
-                              region.Bytes<L>(type == Weight::kQ4_0 ? L::kQ4Copies : L::kQ8Copies), T, RowsOf(m));
-        if (!wrong.empty()) r->failure = MeasurementName(m) + ": " + wrong + ".";
-      } else {
-        kept.KeepDrawn(wrote, r->seed);
-      }
-      return r;
-    };
-    auto timed = TimeCallsFromOutside(batch, budget);
-    if (!timed.ok()) return timed.error();
-    if (timed->failure.empty() && !matmul && !kept.empty()) {
-      const int set = (m - kFirstBlockMeasurement) / int(kBlockTokens.size());
-      const std::string wrong = CheckBlockCall(kept.DrawOne(), sets.at(kBlockSets[set]), T);
-      if (!wrong.empty()) timed->failure = MeasurementName(m) + ": " + wrong + ".";
+    BenchMeasurement measurement{
+        .name = MeasurementName(m),
+        .perCall = OutputFloats(m),
+        .rowWidth = OutputFloats(m) / size_t(T),
+        .slots = SlotsFor(m),
+        .slotFloats = region.Floats<L>(matmul ? L::kY : L::kOutput),
+        .setParams = [&, m](int calls, bool callsSkipped) {
+          params.measurement = m;
+          params.calls = calls;
+          params.callsSkipped = callsSkipped ? 1 : 0;
+          params.slots = SlotsFor(m);
+          region.SetParams<L>(params);
+        },
+        .checkBatch = nullptr,
+        .checkKept = nullptr};
+    if (matmul) {
+      const std::span<const unsigned char> copy = region.Bytes<L>(type == Weight::kQ4_0 ? L::kQ4Copies : L::kQ8Copies);
+      measurement.checkBatch = [=](const OutputSlotRing& wrote, uint64_t seed) {
+        return CheckMatmulQCalls(wrote, seed, type, copy, T, RowsOf(m));
+      };
+    } else {
+      const QuantWeightSet& set = sets.at(kBlockSets[(m - kFirstBlockMeasurement) / int(kBlockTokens.size())]);
+      measurement.checkKept = [&set, T](const KeptCall& kept) { return CheckBlockCall(kept, set, T); };
     }
+    auto timed = TimeMeasurement(measurement, context.harness, region, limits, budget);
+    if (!timed.ok()) return timed.error();
     if (!timed->failure.empty()) {
       result.failure = timed->failure;
       break;
@@ -575,8 +547,8 @@ json ToJson(const Figures& f, const BenchOptions& o) {
                              {"buffer_bytes", f.probeBytes},
                              {"memory", "shared"},
                              {"huge_page_bytes", f.probeHugeBytes},
-                             {"time", TimingJson(f.probe[t])},
-                             {"time_after", TimingJson(f.probeAfter[t])},
+                             {"time", ReportTimingJson(f.probe[t])},
+                             {"time_after", ReportTimingJson(f.probeAfter[t])},
                              {"read_bandwidth_gbs", f.ProbeGbs(t)},
                              {"read_bandwidth_gbs_before", f.BeforeGbs(t)},
                              {"read_bandwidth_gbs_after", f.AfterGbs(t)}});
@@ -589,7 +561,7 @@ json ToJson(const Figures& f, const BenchOptions& o) {
                                    {"threads", kThreadCounts[t]},
                                    {"copies", k.copies},
                                    {"matrix_bytes", k.matrixBytes},
-                                   {"time", TimingJson(k.time[t])},
+                                   {"time", ReportTimingJson(k.time[t])},
                                    {"gbs", Gbs(k, t)},
                                    {"percent_of_probe", PercentOfProbe(f, k, t)},
                                    {"speed_over_f32", OverFloat(f, k, t)}});
@@ -606,7 +578,7 @@ json ToJson(const Figures& f, const BenchOptions& o) {
         const double gbs = static_cast<double>(bytes) / v.decode[t][i].median / 1e9;
         timed.push_back({{"type", type},
                          {"threads", kThreadCounts[t]},
-                         {"time", TimingJson(v.decode[t][i])},
+                         {"time", ReportTimingJson(v.decode[t][i])},
                          {"gbs", gbs},
                          {"percent_of_probe", 100.0 * gbs / f.ProbeGbs(t)}});
       }
@@ -620,7 +592,7 @@ json ToJson(const Figures& f, const BenchOptions& o) {
       prefill["kernels"].push_back({{"kernel", "matmul_q"},
                                     {"type", type},
                                     {"threads", kThreadCounts[t]},
-                                    {"time", TimingJson(f.child[t][m])},
+                                    {"time", ReportTimingJson(f.child[t][m])},
                                     {"gops", Gops(f.child[t][m])}});
     }
   }
@@ -634,7 +606,7 @@ json ToJson(const Figures& f, const BenchOptions& o) {
         root["block"].push_back({{"set", kBlockSets[s]},
                                  {"T", kBlockTokens[i]},
                                  {"threads", kThreadCounts[t]},
-                                 {"time", TimingJson(time)},
+                                 {"time", ReportTimingJson(time)},
                                  {"ms", time.median * 1e3},
                                  {"tokens_per_second", kBlockTokens[i] / time.median}});
       }
@@ -779,8 +751,8 @@ Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, 
   auto floats = RunYardstick({"float", std::to_string(plan.f32Copies), fmt::format("{}", budget)}, 600);
   if (!floats.ok()) return floats.error();
   for (int t = 0; t < 2; ++t) {
-    figures.probe[t] = FromYardstick((*probe)["seconds"][t]);
-    figures.floatDecode[t] = FromYardstick((*floats)["seconds"][t]);
+    figures.probe[t] = TimingFromYardstick((*probe)["seconds"][t]);
+    figures.floatDecode[t] = TimingFromYardstick((*floats)["seconds"][t]);
     if (!Sound(figures.probe[t]) || !Sound(figures.floatDecode[t])) {
       return InternalError("the bench's yardstick returned a timing that cannot be: rebuild the workbook");
     }
@@ -807,7 +779,7 @@ Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, 
     auto again = RunYardstick({"probe", std::to_string(plan.probeBytes), fmt::format("{}", budget), "shared"}, 300);
     if (!again.ok()) return again.error();
     for (int u = 0; u < 2; ++u) {
-      latestProbe[u] = FromYardstick((*again)["seconds"][u]);
+      latestProbe[u] = TimingFromYardstick((*again)["seconds"][u]);
       if (!Sound(latestProbe[u])) {
         return InternalError("the bench's yardstick returned a timing that cannot be: rebuild the workbook");
       }

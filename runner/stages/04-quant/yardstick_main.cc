@@ -54,10 +54,6 @@ using wb::stage04::kDecodeRows;
 typedef float Vec __attribute__((vector_size(64)));
 constexpr size_t kFloatsPerStep = 4 * sizeof(Vec) / sizeof(float);  // four vectors in flight
 
-json TimingJson(const Timing& t) {
-  return {{"median", t.median}, {"fastest", t.fastest}, {"slowest", t.slowest}, {"runs", t.runs}};
-}
-
 // A page-aligned buffer of floats in the kind of memory the weights it is held against live
 // in: the probe's, and stage 3's float weights. The alignment matters: a float vector from
 // malloc starts 16 bytes into a cache line, so every 64-byte load straddles two lines, and on
@@ -203,7 +199,7 @@ int main(int argc, char** argv) {
     result["bytes"] = floats * sizeof(float);
     result["memory"] = memory;
     result["huge_page_bytes"] = buffer.HugePageBytes();
-    for (int threads : {1, 2}) result["seconds"].push_back(TimingJson(ReadBandwidth(buffer, threads, budget)));
+    for (int threads : {1, 2}) result["seconds"].push_back(wb::YardstickTimingJson(ReadBandwidth(buffer, threads, budget)));
   } else if (mode == "float") {
     const size_t copies = static_cast<size_t>(count);
     const size_t matrix = static_cast<size_t>(kDecodeRows) * kDecodeCols;
@@ -229,7 +225,7 @@ int main(int argc, char** argv) {
             next = (next + 1) % copies;
           },
           budget);
-      result["seconds"].push_back(TimingJson(t));
+      result["seconds"].push_back(wb::YardstickTimingJson(t));
     }
   } else {
     return Usage();
