@@ -3,9 +3,11 @@
 // That the drawn figures keep their bars and points is quant_bench_test's and fused_cli_test's.
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "runner/stages/bench_figure.h"
 #include "runner/stages/bench_support.h"
 
 // A namespace of its own: the folder's test files compile as one unity build.
@@ -80,6 +82,50 @@ TEST_CASE("text inside a bar is whichever of black and white contrasts more") {
   CHECK(std::string(wb::TextColourOn("#1f77b4", 0.6)) == "#000");  // the blue at 60% over white
   CHECK(std::string(wb::TextColourOn("#000000")) == "#fff");
   CHECK(std::string(wb::TextColourOn("not a colour")) == "#000");
+}
+
+// How many times `what` occurs in `text`.
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_CASE("a bar chart draws each bar once, its text escaped, and the reference line where its value lies") {
+  CHECK(wb::EscapeXml("a<b & \"c\" > 'd'") == "a&lt;b &amp; &quot;c&quot; &gt; &apos;d&apos;");
+  const wb::BarChart chart{.left = 100, .right = 500, .top = 40, .barHeight = 20, .gap = 8, .fontSize = 12,
+                           .figureWidth = 520, .reference = 100, .leastRange = 200, .referenceName = "100% <roof>"};
+  const std::vector<wb::FigureBar> bars = {
+      {.label = "model <a&b>, 1 thread", .value = 50, .valueText = "50%", .colour = "#1f77b4", .opacity = 1},
+      {.label = "model <a&b>, 2 threads", .value = 150, .valueText = "150% & more", .colour = "#2ca02c", .opacity = 0.6}};
+  const wb::DrawnBars drawn = wb::DrawBars(chart, bars);
+  CHECK(Count(drawn.svg, "<rect ") == 2);
+  CHECK(Count(drawn.svg, "model &lt;a&amp;b&gt;, ") == 2);
+  CHECK(drawn.svg.find("<a&b>") == std::string::npos);
+  CHECK(Count(drawn.svg, "150% &amp; more") == 1);
+  CHECK(Count(drawn.svg, "100% &lt;roof&gt;") == 1);
+  // Both labels fit at the least range, which puts 100 halfway along the 400 units.
+  CHECK(drawn.svg.find("<line x1=\"300.0\"") != std::string::npos);
+  CHECK(drawn.svg.find("width=\"100.0\"") != std::string::npos);  // 50 of 200
+  CHECK(drawn.bottom > chart.top + 2 * (chart.barHeight + chart.gap));
+}
+
+TEST_CASE("a name in a plot goes beside its anchor, clear of points, lines and the frame, or nowhere") {
+  wb::PlotSpace space{.frame = {0, 0, 200, 100}, .taken = {}, .lines = {}};
+  const wb::Box point{90, 40, 100, 50};
+  space.taken.push_back(point);
+  // A line right under the point: the first place tried (below it) is taken.
+  space.lines.push_back({0, 55, 200, 55});
+  CHECK(wb::Crosses(space.lines[0], {80, 52, 120, 64}));
+  CHECK_FALSE(wb::Crosses(space.lines[0], {80, 60, 120, 72}));
+  const std::optional<wb::Box> placed = space.PlaceBeside(point, 30, 12);
+  REQUIRE(placed.has_value());
+  CHECK(space.Free(*placed));
+  CHECK_FALSE(wb::Overlap(*placed, point));
+  CHECK(placed->bottom <= point.top);  // above it, the next place tried
+  // A frame with no room beside the point: no place.
+  const wb::PlotSpace tight{.frame = {85, 35, 105, 55}, .taken = {point}, .lines = {}};
+  CHECK_FALSE(tight.PlaceBeside(point, 30, 12).has_value());
 }
 
 // Not a figure, but what every bench's probe reads: more than the caches a virtual machine may

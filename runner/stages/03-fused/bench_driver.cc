@@ -22,6 +22,7 @@
 #include "runner/engine/check.h"
 #include "runner/isolation/shared_region.h"
 #include "runner/stages/bench_engine.h"
+#include "runner/stages/bench_figure.h"
 #include "runner/stages/bench_support.h"
 #include "runner/stages/timed_inputs.h"
 #include "runner/stages/01-block/block_call.h"
@@ -441,92 +442,6 @@ json ToJson(const Machine& m, const std::vector<Row>& rows, const std::vector<Ve
 // other name, and each bar's ratio clear of the line at 1 (LayOutBarLabels).
 constexpr double kFigureWidth = 800, kFontSize = 12;
 
-// A rectangle in the figure's units, y down; and a straight line, from (x1, y1) to (x2, y2).
-struct Box {
-  double left, top, right, bottom;
-};
-struct Segment {
-  double x1, y1, x2, y2;
-};
-
-// Text this close to a point, a line or other text reads as touching it.
-constexpr double kClearance = 2;
-
-bool Overlap(const Box& a, const Box& b) {
-  return a.left < b.right + kClearance && b.left < a.right + kClearance && a.top < b.bottom + kClearance &&
-         b.top < a.bottom + kClearance;
-}
-
-// Liang and Barsky's clipping: the segment's points are (x1, y1) + t (dx, dy) for t in [0, 1];
-// each side of the box (grown by the clearance) cuts the range of t that lies inside it, and the
-// segment crosses the box when some of that range is left.
-bool Crosses(const Segment& s, const Box& b) {
-  const double dx = s.x2 - s.x1, dy = s.y2 - s.y1;
-  const double towards[] = {-dx, dx, -dy, dy};
-  const double room[] = {s.x1 - (b.left - kClearance), (b.right + kClearance) - s.x1, s.y1 - (b.top - kClearance),
-                         (b.bottom + kClearance) - s.y1};
-  double enter = 0, leave = 1;
-  for (int side = 0; side < 4; ++side) {
-    if (towards[side] == 0) {
-      if (room[side] < 0) return false;  // parallel to this side, and outside it
-      continue;
-    }
-    const double t = room[side] / towards[side];
-    if (towards[side] < 0) {
-      enter = std::max(enter, t);
-    } else {
-      leave = std::min(leave, t);
-    }
-    if (enter > leave) return false;
-  }
-  return true;
-}
-
-// What a name in the plot must keep clear of, and where it may go.
-struct PlotSpace {
-  Box frame;                   // the plot's axes
-  std::vector<Box> taken;      // points and names already placed
-  std::vector<Segment> roofs;  // the roofs' lines
-
-  bool Free(const Box& box) const {
-    if (box.left < frame.left || box.right > frame.right || box.top < frame.top || box.bottom > frame.bottom) {
-      return false;
-    }
-    for (const Box& t : taken) {
-      if (Overlap(box, t)) return false;
-    }
-    for (const Segment& s : roofs) {
-      if (Crosses(s, box)) return false;
-    }
-    return true;
-  }
-
-  // The first free place for a width x height name beside `anchor` (a point, or a T's points):
-  // below, above, right, left of it, each centred on it and then flush with either of its ends,
-  // first touching it and then one and two text lines further off. None when all are taken;
-  // each point's tooltip still names its T.
-  std::optional<Box> PlaceBeside(const Box& anchor, double width, double height) const {
-    const double middleX = (anchor.left + anchor.right) / 2, middleY = (anchor.top + anchor.bottom) / 2;
-    for (double gap : {kClearance + 1, kClearance + 1 + height, kClearance + 1 + 2 * height}) {
-      const double belowTop = anchor.bottom + gap, aboveTop = anchor.top - gap - height;
-      const double rightLeft = anchor.right + gap, leftLeft = anchor.left - gap - width;
-      const double acrossLefts[] = {middleX - width / 2, anchor.left, anchor.right - width};
-      const double downTops[] = {middleY - height / 2, anchor.top, anchor.bottom - height};
-      std::vector<Box> tries;
-      for (double top : {belowTop, aboveTop}) {
-        for (double left : acrossLefts) tries.push_back({left, top, left + width, top + height});
-      }
-      for (double left : {rightLeft, leftLeft}) {
-        for (double top : downTops) tries.push_back({left, top, left + width, top + height});
-      }
-      for (const Box& box : tries) {
-        if (Free(box)) return box;
-      }
-    }
-    return std::nullopt;
-  }
-};
-
 std::string Svg(const Machine& m, const std::vector<Row>& rows, const BenchOptions& o) {
   constexpr double W = kFigureWidth, margin = 20, plotLeft = 64, plotRight = W - 30, plotHeight = 400;
   constexpr double legendGap = 18, legendRowHeight = 20;
@@ -580,13 +495,10 @@ std::string Svg(const Machine& m, const std::vector<Row>& rows, const BenchOptio
   };
   const double barsTop = plotBottom + 80, barHeight = 18;
   const double H = barsTop + 40 + bars.size() * (barHeight + 6) + 40;
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" viewBox=\"0 0 {:.0f} {:.0f}\" "
-      "font-family=\"sans-serif\" font-size=\"{}\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
-      W, H, kFontSize);
+  std::string svg = SvgOpen(W, H, kFontSize);
   svg += fmt::format("<text x=\"{}\" y=\"24\" font-size=\"15\">Stage 3 roofline: {}</text>\n<text x=\"{}\" y=\"44\">"
                      "f32 FMA peak {:.0f} / {:.0f} GFLOP/s, read {:.1f} / {:.1f} GB/s, 1 / 2 threads</text>\n",
-                     margin, o.source, margin, m.peak[0], m.peak[1], m.bandwidth[0], m.bandwidth[1]);
+                     margin, EscapeXml(o.source), margin, m.peak[0], m.peak[1], m.bandwidth[0], m.bandwidth[1]);
   svg += legend;
   // Axes and grid; the x axis's numbers low enough to clear the y axis's 0.1 at the corner.
   for (double decade = -1; decade <= 3; ++decade) {
@@ -616,8 +528,8 @@ std::string Svg(const Machine& m, const std::vector<Row>& rows, const BenchOptio
     svg += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{:.1f},{:.1f} {:.1f},{:.1f} "
                        "{:.1f},{:.1f}\"/>\n",
                        roofColours[t], slope.x1, slope.y1, slope.x2, slope.y2, flat.x2, flat.y2);
-    space.roofs.push_back(slope);
-    space.roofs.push_back(flat);
+    space.lines.push_back(slope);
+    space.lines.push_back(flat);
   }
   // The points: colour by kernel, filled on one thread, hollow on two.
   constexpr double radius = 5, reach = radius + 1;  // a point's circle, with half its stroke
@@ -681,44 +593,22 @@ std::string Svg(const Machine& m, const std::vector<Row>& rows, const BenchOptio
                        box->bottom - kFontSize / 5, text);
   }
   // The bars: x OpenBLAS at the largest T.
-  const double barLeft = 210, barRight = W - 30, barGap = 6;
-  std::vector<double> ratios, labelWidths;
-  for (const Row* r : bars) {
-    ratios.push_back(r->openBlasSeconds / r->student.median);
-    labelWidths.push_back(TextWidth(fmt::format("{:.2f}x", ratios.back()), kFontSize));
-  }
-  const BarLabels labels = LayOutBarLabels(ratios, labelWidths, 1.0, 1.5, barRight - barLeft, barGap);
-  auto B = [&](double ratio) { return barLeft + ratio / labels.range * (barRight - barLeft); };
   svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"15\">T = {}: OpenBLAS's time over yours (above 1: yours is "
                      "faster)</text>\n",
                      margin, barsTop, bars.empty() ? 0 : bars.front()->T);
-  double y = barsTop + 20;
-  for (size_t i = 0; i < bars.size(); ++i) {
-    const Row* r = bars[i];
-    const double ratio = ratios[i];
-    const std::string fill = ratio >= 1 ? "#2ca02c" : "#d62728";
-    std::string value;
-    switch (labels.places[i]) {
-      case BarLabelPlace::kAfterBar:
-        value = fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{:.2f}x</text>", B(ratio) + barGap, y + 13, ratio);
-        break;
-      case BarLabelPlace::kInsideBar:
-        value = fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"{}\">{:.2f}x</text>",
-                            B(ratio) - barGap, y + 13, TextColourOn(fill), ratio);
-        break;
-      case BarLabelPlace::kAfterReference:
-        value = fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{:.2f}x</text>", B(1.0) + barGap, y + 13, ratio);
-        break;
-    }
-    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}, {} thread{}</text>"
-                       "<rect x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"/>{}\n",
-                       barLeft - 8, y + 13, r->kernel, r->threads, r->threads == 1 ? "" : "s", barLeft, y,
-                       B(ratio) - barLeft, barHeight, fill, value);
-    y += barHeight + 6;
+  std::vector<FigureBar> figureBars;
+  for (const Row* r : bars) {
+    const double ratio = r->openBlasSeconds / r->student.median;
+    figureBars.push_back({.label = fmt::format("{}, {} thread{}", r->kernel, r->threads, r->threads == 1 ? "" : "s"),
+                          .value = ratio,
+                          .valueText = fmt::format("{:.2f}x", ratio),
+                          .colour = ratio >= 1 ? "#2ca02c" : "#d62728",
+                          .opacity = 1});
   }
-  svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\" "
-                     "stroke-dasharray=\"4 3\"/><text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">1</text>\n",
-                     B(1.0), barsTop + 14, y, y + 16);
+  const BarChart chart{.left = 210, .right = W - 30, .top = barsTop + 20, .barHeight = barHeight, .gap = 6,
+                       .fontSize = kFontSize, .figureWidth = W, .reference = 1.0, .leastRange = 1.5,
+                       .referenceName = "1"};
+  svg += DrawBars(chart, figureBars).svg;
   svg += "</svg>\n";
   return svg;
 }

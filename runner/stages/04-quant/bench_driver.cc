@@ -34,6 +34,7 @@
 #include "runner/isolation/shared_region.h"
 #include "runner/stages/04-quant/stage04_paths.h"
 #include "runner/stages/bench_engine.h"
+#include "runner/stages/bench_figure.h"
 #include "runner/stages/bench_support.h"
 #include "runner/stages/timed_inputs.h"
 
@@ -616,20 +617,6 @@ json ToJson(const Figures& f, const BenchOptions& o) {
 }
 
 // --- the SVG ---------------------------------------------------------------------------------
-std::string EscapeXml(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 // One bar per decode kernel and thread count: its share of the probe's read bandwidth, with
 // 100% marked. At T = 1 a kernel can at best read its weights as fast as the probe reads a
 // buffer, so the bar's length is how much of the machine the kernel uses.
@@ -637,68 +624,31 @@ std::string EscapeXml(const std::string& text) {
 // window's text column of about 750 px keep its 12-unit text at 11 px. No value crosses the
 // 100% line or the right edge (LayOutBarLabels), which can put a bar's value inside the bar.
 std::string Svg(const Figures& f, const BenchOptions& o) {
-  const std::vector<DecodeKernel> kernels = DecodeKernels(f);
-  constexpr double W = 800, fontSize = 12, barLeft = 300, barRight = W - 20, top = 86, barHeight = 20, gap = 8;
-  constexpr double labelGap = 6;
-  std::vector<double> percents, labelWidths;
-  std::vector<std::string> values;
-  for (const DecodeKernel& k : kernels) {
+  constexpr double W = 800, fontSize = 12, top = 86;
+  std::vector<FigureBar> bars;
+  for (const DecodeKernel& k : DecodeKernels(f)) {
     for (int t = 0; t < 2; ++t) {
-      percents.push_back(PercentOfProbe(f, k, t));
-      values.push_back(
-          fmt::format("{:.0f}% ({:.1f} GB/s, {:.2f}x f32)", percents.back(), Gbs(k, t), OverFloat(f, k, t)));
-      labelWidths.push_back(TextWidth(values.back(), fontSize));
+      bars.push_back({.label = fmt::format("{}, {}", k.label, ThreadsText(t)),
+                      .value = PercentOfProbe(f, k, t),
+                      .valueText = fmt::format("{:.0f}% ({:.1f} GB/s, {:.2f}x f32)", PercentOfProbe(f, k, t), Gbs(k, t),
+                                               OverFloat(f, k, t)),
+                      .colour = k.type == std::string("q8_0")   ? "#1f77b4"
+                                : k.type == std::string("q4_0") ? "#2ca02c"
+                                                                : "#999999",
+                      .opacity = t == 0 ? 1 : 0.6});
     }
   }
-  const BarLabels labels = LayOutBarLabels(percents, labelWidths, 100, 110, barRight - barLeft, labelGap);
-  auto X = [&](double percent) { return barLeft + percent / labels.range * (barRight - barLeft); };
-  const double H = top + kernels.size() * 2 * (barHeight + gap) + 60;
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" viewBox=\"0 0 {:.0f} {:.0f}\" "
-      "font-family=\"sans-serif\" font-size=\"{}\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
-      W, H, fontSize);
+  const BarChart chart{.left = 300, .right = W - 20, .top = top, .barHeight = 20, .gap = 8, .fontSize = fontSize,
+                       .figureWidth = W, .reference = 100, .leastRange = 110, .referenceName = "100% of the probe"};
+  const DrawnBars drawn = DrawBars(chart, bars);
+  std::string svg = SvgOpen(W, drawn.bottom + 20, fontSize);
   svg += fmt::format("<text x=\"20\" y=\"24\" font-size=\"15\">Stage 4, T = 1: share of the read bandwidth ({:.1f} / "
                      "{:.1f} GB/s on 1 / 2 threads), W {} x {}</text>\n",
                      f.ProbeGbs(0), f.ProbeGbs(1), kDecodeRows, kDecodeCols);
   svg += fmt::format("<text x=\"20\" y=\"44\">{}; each bar the median of its runs</text>\n<text x=\"20\" y=\"60\">"
                      "x f32: the speed over stage 3's float matmul</text>\n",
                      EscapeXml(o.source));
-  double y = top;
-  size_t bar = 0;
-  for (const DecodeKernel& k : kernels) {
-    for (int t = 0; t < 2; ++t, ++bar) {
-      const double percent = percents[bar];
-      const std::string colour = k.type == std::string("q8_0")   ? "#1f77b4"
-                                 : k.type == std::string("q4_0") ? "#2ca02c"
-                                                                 : "#999999";
-      const double opacity = t == 0 ? 1 : 0.6;
-      std::string value;
-      switch (labels.places[bar]) {
-        case BarLabelPlace::kAfterBar:
-          value = fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", X(percent) + labelGap, y + 14, values[bar]);
-          break;
-        case BarLabelPlace::kInsideBar:
-          value = fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"{}\">{}</text>",
-                              X(percent) - labelGap, y + 14, TextColourOn(colour, opacity), values[bar]);
-          break;
-        case BarLabelPlace::kAfterReference:
-          value = fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", X(100) + labelGap, y + 14, values[bar]);
-          break;
-      }
-      svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}, {} thread{}</text>"
-                         "<rect x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" "
-                         "fill-opacity=\"{}\"/>{}\n",
-                         barLeft - 8, y + 14, k.label, kThreadCounts[t], kThreadCounts[t] == 1 ? "" : "s", barLeft, y,
-                         X(percent) - barLeft, barHeight, colour, opacity, value);
-      y += barHeight + gap;
-    }
-  }
-  // The line's name, centred under it unless that would run past the right edge.
-  const std::string reference = "100% of the probe";
-  const double referenceX = std::min(X(100), W - 4 - TextWidth(reference, fontSize) / 2);
-  svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\" "
-                     "stroke-dasharray=\"4 3\"/><text x=\"{3:.1f}\" y=\"{4:.1f}\" text-anchor=\"middle\">{5}</text>\n",
-                     X(100), top - 6, y, referenceX, y + 16, reference);
+  svg += drawn.svg;
   svg += "</svg>\n";
   return svg;
 }

@@ -51,6 +51,7 @@
 
 #include "generate_program.h"
 #include "runner/engine/paths.h"
+#include "runner/stages/bench_figure.h"
 #include "runner/stages/bench_support.h"
 #include "runner/stages/04-quant/stage04_paths.h"
 
@@ -125,36 +126,25 @@ Expected<std::vector<std::string>> DefaultModels(const WorkbookPaths& paths, std
 std::string PlotSvg(const json& report) {
   // One bar per model and thread count: decode's share of the probe's bandwidth, with the 80 %
   // line the lesson asks for.
-  std::vector<std::pair<std::string, double>> bars;
+  std::vector<FigureBar> bars;
   for (const json& m : report["models"]) {
     for (const json& r : m["runs"]) {
-      bars.emplace_back(fmt::format("{} · {}t", fs::path(m["model"].get<std::string>()).stem().string(),
-                                    r["threads"].get<int>()),
-                        r["decode_share_of_probe"].get<double>());
+      const double percent = 100 * r["decode_share_of_probe"].get<double>();
+      bars.push_back({.label = fmt::format("{} · {}t", fs::path(m["model"].get<std::string>()).stem().string(),
+                                           r["threads"].get<int>()),
+                      .value = percent,
+                      .valueText = fmt::format("{:.0f} %", percent),
+                      .colour = "#4a7ab5",
+                      .opacity = 1});
     }
   }
-  const int width = 720, rowHeight = 28, left = 300, top = 40;
-  const int height = top + static_cast<int>(bars.size()) * rowHeight + 40;
-  const double scale = (width - left - 40) / 1.2;  // 0 .. 120 %
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
-      "font-size=\"13\">\n<text x=\"10\" y=\"22\">Decode: weight bytes read per second, as a share of the "
-      "read-bandwidth probe</text>\n",
-      width, height);
-  for (size_t i = 0; i < bars.size(); ++i) {
-    const int y = top + static_cast<int>(i) * rowHeight;
-    const double share = std::max(0.0, bars[i].second);
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 8, y + 17, bars[i].first);
-    svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"20\" fill=\"#4a7ab5\"/>\n", left, y + 3,
-                       std::min(share, 1.2) * scale);
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{:.0f} %</text>\n", left + std::min(share, 1.2) * scale + 6, y + 17,
-                       share * 100);
-  }
-  const double eighty = left + 0.8 * scale;
-  svg += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#c33\" stroke-dasharray=\"4 3\"/>\n"
-                     "<text x=\"{0:.1f}\" y=\"{3}\" fill=\"#c33\" text-anchor=\"middle\">80 %</text>\n</svg>\n",
-                     eighty, top, height - 30, height - 14);
-  return svg;
+  constexpr double W = 800, fontSize = 13;
+  const BarChart chart{.left = 300, .right = W - 20, .top = 46, .barHeight = 20, .gap = 8, .fontSize = fontSize,
+                       .figureWidth = W, .reference = 80, .leastRange = 120, .referenceName = "80 %"};
+  const DrawnBars drawn = DrawBars(chart, bars);
+  return SvgOpen(W, drawn.bottom + 12, fontSize) +
+         "<text x=\"10\" y=\"22\">Decode: weight bytes read per second, as a share of the read-bandwidth probe</text>\n" +
+         drawn.svg + "</svg>\n";
 }
 
 }  // namespace
