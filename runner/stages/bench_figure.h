@@ -8,10 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace wb {
+#include "runner/report/xml_text.h"  // EscapeXml, for every text a figure holds
 
-// `text` with XML's five special characters as entities, for an SVG's text and attributes.
-std::string EscapeXml(const std::string& text);
+namespace wb {
 
 // The opening <svg> of a figure `width` x `height` units that scales to the page's width, with
 // a white background.
