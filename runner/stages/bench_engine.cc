@@ -151,6 +151,14 @@ Expected<OutsideTiming> TimeCallsFromOutside(const RunBatch& run, double budgetS
   return result;
 }
 
+std::string BeyondRoofText(const std::string& what, double figure, const std::string& unit, double roof,
+                           const std::string& roofText) {
+  if (!(figure > kBeyondRoof * roof)) return "";
+  return fmt::format("{}: {:.1f} {} would be {:.0f} times {}, which no code reaches: the timing is not to be trusted, "
+                     "and no figure is printed.",
+                     what, figure, unit, figure / roof, roofText);
+}
+
 Expected<OutsideTiming> TimeMeasurement(const BenchMeasurement& m, const std::string& harness, SharedRegion& region,
                                         ChildLimits limits, double budgetSeconds) {
   limits.wallSeconds = BatchWallSeconds(budgetSeconds);

@@ -162,6 +162,17 @@ std::optional<UnwrittenOutput> FindUnwritten(const OutputSlotRing& slots);
 // never written: ..."), rows `width` elements wide; "" when every element was written.
 std::string UnwrittenOutputText(const OutputSlotRing& slots, size_t width);
 
+// How far above the machine's roof (the best reading its probe gave) a figure may lie before
+// the bench refuses to print it. The probe and the code are timed at different moments, and on a
+// busy machine a probe can come out at a fraction of the truth, so only a figure ten times the
+// roof is refused: skipped work and a replaced clock gave thousands.
+inline constexpr double kBeyondRoof = 10;
+// The refusal for `figure` (in `unit`) when it lies beyond kBeyondRoof x `roof`, "" when it does
+// not: "WHAT: 2500.0 GFLOP/s would be 10 times ROOF, which no code reaches: ...". `roofText`
+// names the roof with its figure ("this machine's FMA peak of 250.0 GFLOP/s").
+std::string BeyondRoofText(const std::string& what, double figure, const std::string& unit, double roof,
+                           const std::string& roofText);
+
 // Words for a timed call whose output the check found never written: the call skipped its work.
 inline constexpr const char* kSkippedWorkText =
     "was never written: each timed call has an output slot, and the bench checks the last calls' after the child "

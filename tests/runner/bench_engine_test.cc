@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -228,4 +229,17 @@ TEST_CASE("a figure beside its goal reads on the side of the goal it is on") {
   CHECK(wb::FigureBesideGoal({"ratio", 1.7, 1.7, "x"}) == "1.70x");
   CHECK(wb::FigureBesideGoal({"share", 79.6, 80, "%"}) == "79.6 %");
   CHECK(wb::FigureBesideGoal({"share", 80.4, 80, "%"}) == "80 %");
+}
+
+// Every bench refuses a figure beyond ten times its machine's roof, saying what and why, and
+// prints any figure below that (a busy machine's probe can read low).
+TEST_CASE("a figure ten times beyond the roof is refused, in words; one below it is printed") {
+  CHECK(wb::BeyondRoofText("matmul qkv", 2499, "GFLOP/s", 250, "the peak").empty());
+  CHECK(wb::BeyondRoofText("matmul qkv", 300, "GFLOP/s", 250, "the peak").empty());
+  const std::string refused = wb::BeyondRoofText("matmul qkv, T = 512, 1 thread", 433893, "GFLOP/s", 250,
+                                                 "this machine's FMA peak of 250.0 GFLOP/s");
+  CHECK(refused == "matmul qkv, T = 512, 1 thread: 433893.0 GFLOP/s would be 1736 times this machine's FMA peak of "
+                   "250.0 GFLOP/s, which no code reaches: the timing is not to be trusted, and no figure is printed.");
+  // A figure that is not a number (a zero time) is no figure either.
+  CHECK(!wb::BeyondRoofText("decode", INFINITY, "GB/s", 10, "the probe").empty());
 }

@@ -417,11 +417,6 @@ std::vector<SpeedGoal> Goals(const Figures& f) {
 }
 
 constexpr double kPrefillOps = 2.0 * kPrefillT * kPrefillRows * kPrefillCols;
-// How far above the probe a decode figure may lie before it is refused. The probe and the
-// kernels are timed at different moments, and on a busy machine a probe can come out at a
-// fraction of the truth: the roof is the best reading the probe gave on any thread count,
-// before or after, and only a figure ten times that is refused.
-constexpr double kBeyondRoof = 10;
 double Gops(const Timing& t) { return kPrefillOps / t.median / 1e9; }
 
 // The table: a row's label, then per thread count its time and its figures, side by side.
@@ -743,12 +738,11 @@ Expected<int> RunQuantBench(const QuantWeightSets& sets, const BenchOptions& o, 
   for (int t = 0; t < 2; ++t) roof = std::max({roof, figures.BeforeGbs(t), figures.AfterGbs(t)});
   for (const DecodeKernel& k : DecodeKernels(figures)) {
     for (int t = 0; t < 2; ++t) {
-      if (Gbs(k, t) > kBeyondRoof * roof) {
-        std::fprintf(stderr,
-                     "bench: %s, T = 1, %d thread%s: %.1f GB/s would be %.0f times the %.1f GB/s this machine reads "
-                     "memory at, which no kernel reaches: the timing is not to be trusted, and no figure is "
-                     "printed.\n",
-                     k.label, kThreadCounts[t], kThreadCounts[t] == 1 ? "" : "s", Gbs(k, t), Gbs(k, t) / roof, roof);
+      const std::string beyond =
+          BeyondRoofText(fmt::format("{}, T = 1, {}", k.label, ThreadsText(t)), Gbs(k, t), "GB/s", roof,
+                         fmt::format("the {:.1f} GB/s this machine reads memory at", roof));
+      if (!beyond.empty()) {
+        std::fprintf(stderr, "bench: %s\n", beyond.c_str());
         return 1;
       }
     }

@@ -51,6 +51,7 @@
 
 #include "generate_program.h"
 #include "runner/engine/paths.h"
+#include "runner/stages/bench_engine.h"
 #include "runner/stages/bench_figure.h"
 #include "runner/stages/bench_support.h"
 #include "runner/stages/04-quant/stage04_paths.h"
@@ -73,10 +74,6 @@ constexpr double kProbeBudgetSeconds = 0.5;
 struct Rates {
   double median = 0, fastest = 0, slowest = 0;
 };
-
-// How far above the probe a decode figure may lie before it is refused: a busy machine's probe
-// can come out at a fraction of the truth, so only ten times the best reading is refused.
-constexpr double kBeyondRoof = 10;
 
 Rates RatesOf(const json& values) {
   std::vector<double> v;
@@ -493,12 +490,11 @@ Expected<int> RunDecoderBench(const BenchOptions& o, const StageContext& context
       // No figure above the roof: weights larger than the caches stream from memory, and a
       // decoder that reads them far faster than the probe reads a buffer was not measured.
       const double roof = std::max({probeGbs[0], probeGbs[1], around[0], around[1]});
-      if (weightBytes > 2.0 * static_cast<double>(cache->bytes) && gbs > kBeyondRoof * roof) {
-        std::fprintf(progress,
-                     "bench: %s, %d thread%s: decode at %.1f GB/s of weights would be %.0f times the %.1f GB/s this "
-                     "machine reads memory at, which no decoder reaches: the timing is not to be trusted, and no "
-                     "figure is printed.\n",
-                     fs::path(model).filename().c_str(), threads, threads == 1 ? "" : "s", gbs, gbs / roof, roof);
+      const std::string beyond = BeyondRoofText(
+          fmt::format("{}, {} thread{}: decode", fs::path(model).filename().string(), threads, threads == 1 ? "" : "s"),
+          gbs, "GB/s of weights", roof, fmt::format("the {:.1f} GB/s this machine reads memory at", roof));
+      if (weightBytes > 2.0 * static_cast<double>(cache->bytes) && !beyond.empty()) {
+        std::fprintf(progress, "bench: %s\n", beyond.c_str());
         return kExitFail;
       }
       // The goal decode was written to: 80 % of the probe, where the weights stream from memory
