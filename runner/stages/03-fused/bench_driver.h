@@ -19,8 +19,9 @@
 //   with `solutions`, the solution's matmul versions 1-4 too (the qkv shape, one thread), each
 //     validated on the visible suite before it is timed.
 // It prints a table (or, with format "json", one JSON object) and, with plotPath, writes an
-// SVG: the roofline with each kernel as a point, and the ratios to OpenBLAS as bars.
-// Returns 0 measured, 1 when the student's code failed while timed.
+// SVG: the roofline with each kernel as a point, and the ratios to OpenBLAS as bars (those three
+// are bench_report.h's; the measuring is the engine's, runner/stages/bench_engine.h, and this
+// driver says what is measured and how each is checked). Returns 0 measured, 1 when the student's code failed while timed.
 #pragma once
 
 #include "common/expected.h"

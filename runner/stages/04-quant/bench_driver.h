@@ -19,13 +19,13 @@
 // median of three batches grown to the budget (--budget or 0.5 s), shown with the fastest and
 // slowest. Each timed call has inputs of its own and an output slot: the kept calls' outputs
 // must be written, matmul_q's must match the same sums in double at 64 elements of calls drawn
-// at random, and quant_block's one drawn call the float64 reference; else no figure. The probe and stage 3's float
-// matmul are the trusted yardstick's, timed by stage 3's Measure
+// at random, and quant_block's one drawn call the float64 reference; else no figure. The probe
+// and stage 3's float matmul are the trusted yardstick's, timed by stage 3's Measure
 // (runner/stages/03-fused/bench_timing.h), and the runner refuses their timings that cannot be
 // (not finite, out of order, too few runs). It prints a table with the two thread counts side
-// by side (or, with format "json", one JSON object on
-// stdout and its progress on stderr) and, with plotPath, writes an SVG whole (a temporary file,
-// then a rename) of each decode kernel's share of the probe's bandwidth; an unwritable plotPath
+// by side (or, with format "json", one JSON object on stdout and its progress on stderr) and,
+// with plotPath, writes an SVG whole (a temporary file, then a rename) of each decode kernel's
+// share of the probe's bandwidth (those three are bench_report.h's); an unwritable plotPath
 // is refused before anything is measured. Returns 0 measured, 1 when the student's code failed
 // while timed; a BadUsage error for another stage's options (--tokens, --contexts).
 //
