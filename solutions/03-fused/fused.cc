@@ -523,51 +523,99 @@ void SwiGluPackedColumns(int T, int out, int in, const float* x, const float* Wg
 // added with weights exp(s - m). One rescale per tile, not per key, and no T-long array.
 // The HQ / HKV = 4 query heads that share a KV head go together: each key and value row is
 // loaded once for all four, so a load feeds four multiply-adds instead of one.
-constexpr int kKeyTile = 32;
-constexpr int kHeadVectors = DH / kLanes;  // a 64-value head is 4 vectors
-constexpr int kGroup = HQ / HKV;           // query heads per KV head
-static_assert(DH % kLanes == 0 && kKeyTile % kLanes == 0, "a head and a key tile are whole vectors");
-static_assert(kGroup == 4, "the four heads of a group reduce their scores together (HorizontalSums)");
+//
+// A score is a dot product along the head, and a key row holds the head contiguously, so a
+// product of a query and a key row as vectors leaves 16 partial sums to reduce across lanes:
+// shuffles for every key. Turned the other way (as version 5 of matmul turns the matmul), a
+// tile of keys transposed, dimension-major, makes a vector of 16 keys' d-th values, and
+//   scores[key .. key+15] += q[d] * (k[key][d], k[key+1][d], ..., k[key+15][d])   for each d
+// gives 16 scores in one vector with no reduction. Every token reads the same keys, so the
+// keys are transposed once per call (TransposeKeys), a 16 x 16 block at a time (Transpose),
+// and every (token, KV head) pair reads them. The normaliser is kept as a vector too, one
+// partial sum per lane, and reduced once at the end.
+constexpr int kTileKeys = kLanes;                // keys in a transposed block
+constexpr int kKeyTile = 2 * kTileKeys;          // keys in a softmax tile: two blocks
+constexpr int kHeadVectors = DH / kLanes;        // a 64-value head is 4 vectors
+constexpr int kGroup = HQ / HKV;                 // query heads per KV head
+static_assert(DH % kLanes == 0, "a head is whole vectors");
 
-// Query heads kvHead * 4 .. kvHead * 4 + 3 of token `t` over keys 0 .. t; out: their 4 x DH
-// values of attnOut's row t.
-void AttendGroupTiled(int t, int kvHead, const float* qkv, float* out) {
+// The largest of a vector's lanes: halves, then quarters, then four scalars.
+float MaxOfLanes(Vec v) {
+  const Half low = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+  const Half high = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  const Half half = low > high ? low : high;
+  const Quarter first = __builtin_shufflevector(half, half, 0, 1, 2, 3);
+  const Quarter second = __builtin_shufflevector(half, half, 4, 5, 6, 7);
+  const Quarter quarter = first > second ? first : second;
+  return std::max(std::max(quarter[0], quarter[1]), std::max(quarter[2], quarter[3]));
+}
+
+// KV head kvHead's keys 0 .. T - 1, transposed a block of 16 keys at a time:
+// keysT[(block * DH + d) * 16 + j] is dimension d of key block * 16 + j (zeros past T).
+void TransposeKeys(int T, const float* qkv, int kvHead, float* keysT) {
+  const float* keys = qkv + D + kvHead * DH;  // key row j at keys + j * QKV
+  for (int block = 0; block * kTileKeys < T; ++block) {
+    const int count = std::min(kTileKeys, T - block * kTileKeys);
+    for (int d = 0; d < DH; d += kLanes) {
+      Vec rows[kLanes];
+      for (int j = 0; j < kLanes; ++j) {
+        rows[j] = j < count ? Load(keys + static_cast<size_t>(block * kTileKeys + j) * QKV + d) : Vec{};
+      }
+      Transpose(rows);
+      for (int i = 0; i < kLanes; ++i) Store(keysT + (static_cast<size_t>(block) * DH + d + i) * kTileKeys, rows[i]);
+    }
+  }
+}
+
+// The floats TransposeKeys writes for T keys.
+size_t TransposedKeysFloats(int T) { return static_cast<size_t>((T + kTileKeys - 1) / kTileKeys) * DH * kTileKeys; }
+
+// Query heads kvHead * 4 .. kvHead * 4 + 3 of token `t` over keys 0 .. t (transposed in
+// keysT); out: their 4 x DH values of attnOut's row t.
+void AttendGroupTiled(int t, int kvHead, const float* qkv, const float* keysT, float* out) {
+  constexpr int kBlocks = kKeyTile / kTileKeys;
   const float scale = 1.0f / std::sqrt(static_cast<float>(DH));
   const float* queries = qkv + static_cast<size_t>(t) * QKV + kvHead * kGroup * DH;
-  const float* keys = qkv + D + kvHead * DH;        // key row j at keys + j * QKV
   const float* values = qkv + D + KV + kvHead * DH;  // value row j at values + j * QKV
   float runningMax[kGroup];
-  float normaliser[kGroup] = {};
+  Vec normaliser[kGroup] = {};
   Vec accumulator[kGroup][kHeadVectors] = {};
-  float scores[kGroup][kKeyTile] = {};
   float weights[kGroup][kKeyTile];
   for (float& m : runningMax) m = -INFINITY;
   for (int first = 0; first <= t; first += kKeyTile) {
     const int count = std::min(kKeyTile, t + 1 - first);
-    // The tile's scores: per key, the four heads' 16-lane products reduced together.
-    for (int j = 0; j < count; ++j) {
-      const float* key = keys + static_cast<size_t>(first + j) * QKV;
-      // The queries are read from L1 each time: kept in registers, they would push out the
-      // sixteen accumulators below, which live across the whole loop.
-      Vec products[kGroup];
-      for (int h = 0; h < kGroup; ++h) products[h] = Load(queries + h * DH) * Load(key);
-      for (int i = 1; i < kHeadVectors; ++i) {
-        const Vec k = Load(key + i * kLanes);
-        for (int h = 0; h < kGroup; ++h) products[h] += Load(queries + h * DH + i * kLanes) * k;
+    // The tile's scores, 16 keys to a vector, for the four heads together.
+    const float* tileKeys = keysT + static_cast<size_t>(first / kTileKeys) * DH * kTileKeys;
+    Vec scores[kGroup][kBlocks] = {};
+    for (int d = 0; d < DH; ++d) {
+      Vec k[kBlocks];
+      for (int b = 0; b < kBlocks; ++b) k[b] = Load(tileKeys + (static_cast<size_t>(b) * DH + d) * kTileKeys);
+      for (int h = 0; h < kGroup; ++h) {
+        const float q = queries[h * DH + d];
+        for (int b = 0; b < kBlocks; ++b) scores[h][b] += q * k[b];
       }
-      const Quarter four = HorizontalSums(products[0], products[1], products[2], products[3]) * scale;
-      for (int h = 0; h < kGroup; ++h) scores[h][j] = four[h];
     }
     for (int h = 0; h < kGroup; ++h) {
-      float tileMax = -INFINITY;
-      for (int j = 0; j < count; ++j) tileMax = std::max(tileMax, scores[h][j]);
-      const float newMax = std::max(runningMax[h], tileMax);
+      Vec most = Vec{} - INFINITY;
+      for (int b = 0; b < kBlocks; ++b) {
+        scores[h][b] *= scale;
+        if (count < kKeyTile) {  // the last tile: keys past t weigh e^-inf = 0
+          for (int j = 0; j < kTileKeys; ++j) {
+            if (b * kTileKeys + j >= count) scores[h][b][j] = -INFINITY;
+          }
+        }
+        most = most > scores[h][b] ? most : scores[h][b];
+      }
+      const float newMax = std::max(runningMax[h], MaxOfLanes(most));
       const float rescale = std::exp(runningMax[h] - newMax);  // exp(-inf) = 0 on the first tile
       normaliser[h] *= rescale;
       for (Vec& a : accumulator[h]) a *= rescale;
       runningMax[h] = newMax;
-      for (int v = 0; v < kKeyTile; v += kLanes) Store(weights[h] + v, Exp(Load(scores[h] + v) - runningMax[h]));
-      for (int j = 0; j < count; ++j) normaliser[h] += weights[h][j];
+      for (int b = 0; b < kBlocks; ++b) {
+        const Vec weight = Exp(scores[h][b] - newMax);
+        Store(weights[h] + b * kTileKeys, weight);
+        normaliser[h] += weight;
+      }
     }
     for (int j = 0; j < count; ++j) {
       const float* value = values + static_cast<size_t>(first + j) * QKV;
@@ -578,7 +626,8 @@ void AttendGroupTiled(int t, int kvHead, const float* qkv, float* out) {
     }
   }
   for (int h = 0; h < kGroup; ++h) {
-    for (int i = 0; i < kHeadVectors; ++i) Store(out + h * DH + i * kLanes, accumulator[h][i] / normaliser[h]);
+    const float total = HorizontalSum(normaliser[h]);
+    for (int i = 0; i < kHeadVectors; ++i) Store(out + h * DH + i * kLanes, accumulator[h][i] / total);
   }
 }
 
@@ -647,14 +696,26 @@ void matmul_swiglu(int T, int out, int in, const float* x, const float* Wgate, c
 }
 
 void causal_attention(int T, const float* qkv, float* attnOut, int threads) {
-  // One work item per (token, KV head): independent, so any thread may take any of them.
-  // Later tokens have more keys; dynamic scheduling hands out small chunks so both threads
-  // finish together.
-#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
-  for (int item = 0; item < T * HKV; ++item) {
-    const int t = item / HKV;
-    const int kvHead = item % HKV;
-    AttendGroupTiled(t, kvHead, qkv, attnOut + static_cast<size_t>(t) * D + kvHead * kGroup * DH);
+  // The keys transposed once for every token (TransposeKeys), in the calling thread's scratch,
+  // which the team reads.
+  static thread_local std::vector<float> transposed;
+  const size_t perHead = TransposedKeysFloats(T);
+  if (transposed.size() < perHead * HKV) transposed.resize(perHead * HKV);
+  float* keysT = transposed.data();
+#pragma omp parallel num_threads(threads)
+  {
+#pragma omp for
+    for (int kvHead = 0; kvHead < HKV; ++kvHead) TransposeKeys(T, qkv, kvHead, keysT + kvHead * perHead);
+    // One work item per (token, KV head): independent, so any thread may take any of them.
+    // Later tokens have more keys; dynamic scheduling hands out small chunks so both threads
+    // finish together.
+#pragma omp for schedule(dynamic, 4)
+    for (int item = 0; item < T * HKV; ++item) {
+      const int t = item / HKV;
+      const int kvHead = item % HKV;
+      AttendGroupTiled(t, kvHead, qkv, keysT + kvHead * perHead,
+                       attnOut + static_cast<size_t>(t) * D + kvHead * kGroup * DH);
+    }
   }
 }
 
