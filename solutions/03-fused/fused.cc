@@ -14,8 +14,9 @@
 //                       W's rows are contiguous there, so nothing needs packing);
 //   4 MatmulThreaded    version 3 on each thread's own band of output columns;
 //   5 MatmulPacked      from kPackedMinRows rows on: W packed into panels of neighbouring
-//                       columns, k-major, and an outer-product micro-kernel whose vectors run
-//                       along the output row, so no sum is ever reduced across lanes.
+//                       columns and x into blocks of rows, both k-major, and an outer-product
+//                       micro-kernel whose vectors run along the output row, so no sum is ever
+//                       reduced across lanes.
 // matmul is version MATMUL_VERSION (default 5); the bench builds and validates each one.
 //
 // Every output element is one accumulator's dot product, summed in the same order whatever
@@ -270,7 +271,8 @@ Band ColumnBand(int out, int tileColumns, int thread, int threads) {
 // panel of kPanelColumns columns becomes `in` runs of kPanelColumns contiguous floats (columns
 // past `out` are zeros). Packing reads each weight once and costs as much as one row of
 // outputs; it is amortised over the T rows that use the panel, which is why small T stays
-// with version 4. x is read where it lies: each of a micro-kernel's rows is one stream.
+// with version 4. x is packed as well, once per call (PackRows, below): read where it lies, a
+// micro-kernel's rows would be kPanelRows streams `in` floats apart; packed, they are one.
 //
 // The register budget decides the panel: with 32 AVX-512 registers, 12 rows x 2 vectors is 24
 // accumulators, 2 loaded vectors and 1 broadcast; where vectors are AVX2's (16 registers, a
@@ -336,63 +338,83 @@ void PackColumns(int in, const float* W, int columns, int width, float* panel, i
   }
 }
 
-// The Rows x (Vectors * 16) sums of Rows rows of x (xStride apart) with a packed panel of
-// Vectors * 16 columns, over k = 0 .. in - 1, in registers. Every row is read: the caller
-// passes a zero-padded copy for the last rows of x.
+// x's rows are packed too, Rows at a time: a block of Rows rows becomes `in` runs of Rows
+// values, k-major (block[k * Rows + r] = x[r][k], zeros for rows past T), so the values the
+// micro-kernel broadcasts at step k are Rows neighbours in one stream, not Rows streams `in`
+// floats apart. x is packed once per call, 16 x 16 at a time through Transpose, and every panel
+// reads it.
+template <int Rows>
+void PackRows(int T, int in, const float* x, int block, float* packed) {
+  static_assert(Rows <= kLanes, "a block of rows is at most a vector's lanes");
+  const int first = block * Rows;
+  const int rows = std::min(Rows, T - first);
+  float* out = packed + static_cast<size_t>(block) * Rows * in;
+  int k = 0;
+  for (; k + kLanes <= in; k += kLanes) {
+    Vec columns[kLanes];
+    for (int i = 0; i < kLanes; ++i) columns[i] = i < rows ? Load(x + static_cast<size_t>(first + i) * in + k) : Vec{};
+    Transpose(columns);
+    for (int i = 0; i < kLanes; ++i) std::memcpy(out + static_cast<size_t>(k + i) * Rows, &columns[i], Rows * sizeof(float));
+  }
+  for (; k < in; ++k) {
+    for (int i = 0; i < Rows; ++i) out[static_cast<size_t>(k) * Rows + i] = i < rows ? x[static_cast<size_t>(first + i) * in + k] : 0.0f;
+  }
+}
+int RowBlocks(int T, int rows) { return (T + rows - 1) / rows; }
+
+// The Rows x (Vectors * 16) sums of a packed block of Rows rows of x with a packed panel of
+// Vectors * 16 columns, over k = 0 .. in - 1, in registers.
 template <int Rows, int Vectors>
 struct PanelSums {
   Vec sum[Rows][Vectors];
 };
 template <int Rows, int Vectors>
-PanelSums<Rows, Vectors> SumPanel(int in, const float* x, size_t xStride, const float* panel) {
+PanelSums<Rows, Vectors> SumPanel(int in, const float* rows, const float* panel) {
   PanelSums<Rows, Vectors> s = {};
   for (int k = 0; k < in; ++k) {
     Vec w[Vectors];
     for (int v = 0; v < Vectors; ++v) w[v] = Load(panel + (k * Vectors + v) * kLanes);
     for (int r = 0; r < Rows; ++r) {
-      const float xk = x[r * xStride + k];
+      const float xk = rows[k * Rows + r];
       for (int v = 0; v < Vectors; ++v) s.sum[r][v] += xk * w[v];
     }
   }
   return s;
 }
 
-// One thread's scratch: a packed panel and, for the last rows of x, a zero-padded copy of
-// kPanelRows rows. Kept between calls (per thread: OpenMP's threads live on), so a call
-// allocates only when a shape needs more than any call before it on that thread.
-struct PackedScratch {
-  std::vector<float> panel;
-  std::vector<float> lastRows;
+// Scratch as whole vectors, so that it starts on a cache line (a float vector from malloc
+// starts 16 bytes into one, and every 64-byte load from it would straddle two lines). Kept
+// between calls, so a call allocates only when a shape needs more than any call before it.
+struct VectorScratch {
+  std::vector<Vec> vectors;
+  float* Floats(size_t count) {
+    if (vectors.size() * kLanes < count) vectors.resize((count + kLanes - 1) / kLanes);
+    return reinterpret_cast<float*>(vectors.data());
+  }
 };
-PackedScratch& ThreadScratch(int in) {
-  static thread_local PackedScratch scratch;
-  const size_t floats = static_cast<size_t>(in) * std::max({kPanelColumns, 2 * kLanes, kPanelRows});
-  if (scratch.panel.size() < floats) scratch.panel.resize(floats);
-  if (scratch.lastRows.size() < floats) scratch.lastRows.resize(floats);
-  return scratch;
+// Each thread's packed panel of W (OpenMP's threads live on between calls), and the calling
+// thread's packed rows of x, which its team reads.
+float* ThreadPanel(int in) {
+  static thread_local VectorScratch panel;
+  return panel.Floats(static_cast<size_t>(in) * std::max(kPanelColumns, 2 * kLanes));
+}
+float* PackedRowsScratch(int T, int in, int rows) {
+  static thread_local VectorScratch packed;
+  return packed.Floats(static_cast<size_t>(RowBlocks(T, rows)) * rows * in);
 }
 
-// Rows [r, r + rows) of x as `padded` rows: x itself when they all exist, else a copy with
-// zero rows after them.
-const float* RowsOfX(const float* x, int in, int r, int rows, int padded, std::vector<float>& lastRows) {
-  if (rows == padded) return x + static_cast<size_t>(r) * in;
-  std::fill(lastRows.begin(), lastRows.begin() + static_cast<size_t>(padded) * in, 0.0f);
-  std::copy(x + static_cast<size_t>(r) * in, x + static_cast<size_t>(r + rows) * in, lastRows.begin());
-  return lastRows.data();
-}
-
-// Columns [c0, c1) of y (c0 a multiple of kPanelColumns), on the calling thread: each panel of
-// W is packed once and then meets every row of x, staying in L1/L2 while x streams past.
-void MatmulPackedColumns(int T, int out, int in, const float* x, const float* W, float* y, Accumulate mode, int c0,
-                         int c1) {
-  PackedScratch& scratch = ThreadScratch(in);
+// Columns [c0, c1) of y (c0 a multiple of kPanelColumns), on the calling thread, from x's rows
+// packed (PackRows<kPanelRows>): each panel of W is packed once and then meets every block of
+// rows, staying in L1/L2 while the rows stream past.
+void MatmulPackedColumns(int T, int out, int in, const float* packedRows, const float* W, float* y, Accumulate mode,
+                         int c0, int c1) {
+  float* panel = ThreadPanel(in);
   for (int c = c0; c < c1; c += kPanelColumns) {
     const int columns = std::min(kPanelColumns, c1 - c);
-    PackColumns(in, W + static_cast<size_t>(c) * in, columns, kPanelColumns, scratch.panel.data(), kPanelColumns, 0);
+    PackColumns(in, W + static_cast<size_t>(c) * in, columns, kPanelColumns, panel, kPanelColumns, 0);
     for (int r = 0; r < T; r += kPanelRows) {
       const int rows = std::min(kPanelRows, T - r);
-      const auto s = SumPanel<kPanelRows, kPanelVectors>(in, RowsOfX(x, in, r, rows, kPanelRows, scratch.lastRows), in,
-                                                         scratch.panel.data());
+      const auto s = SumPanel<kPanelRows, kPanelVectors>(in, packedRows + static_cast<size_t>(r) * in, panel);
       for (int i = 0; i < rows; ++i) {
         float* yRow = y + static_cast<size_t>(r + i) * out + c;
         if (columns == kPanelColumns) {
@@ -408,14 +430,23 @@ void MatmulPackedColumns(int T, int out, int in, const float* x, const float* W,
   }
 }
 
+// x's rows packed in the calling thread's scratch, then each thread's band of columns: with a
+// team, each thread packs some of the blocks, and all wait for the whole before any reads it.
 [[maybe_unused]] void MatmulPacked(int T, int out, int in, const float* x, const float* W, float* y, Accumulate mode,
                                    int threads) {
   if (T < kPackedMinRows) return MatmulThreaded(T, out, in, x, W, y, mode, threads);
-  if (threads <= 1) return MatmulPackedColumns(T, out, in, x, W, y, mode, 0, out);
+  float* packedRows = PackedRowsScratch(T, in, kPanelRows);
+  const int blocks = RowBlocks(T, kPanelRows);
+  if (threads <= 1) {
+    for (int b = 0; b < blocks; ++b) PackRows<kPanelRows>(T, in, x, b, packedRows);
+    return MatmulPackedColumns(T, out, in, packedRows, W, y, mode, 0, out);
+  }
 #pragma omp parallel num_threads(threads)
   {
+#pragma omp for
+    for (int b = 0; b < blocks; ++b) PackRows<kPanelRows>(T, in, x, b, packedRows);
     const Band band = ColumnBand(out, kPanelColumns, omp_get_thread_num(), omp_get_num_threads());
-    MatmulPackedColumns(T, out, in, x, W, y, mode, band.begin, band.end);
+    MatmulPackedColumns(T, out, in, packedRows, W, y, mode, band.begin, band.end);
   }
 }
 
@@ -491,17 +522,16 @@ void SwiGluTiledColumns(int T, int out, int in, const float* x, const float* Wga
 // up values of the same 16 outputs, lane for lane, and the epilogue is vector arithmetic.
 constexpr int kSwiGluPanelColumns = kLanes;                            // outputs per panel
 constexpr int kSwiGluPanelRows = kPanelRows * kPanelVectors / 2;       // the same registers
-void SwiGluPackedColumns(int T, int out, int in, const float* x, const float* Wgate, const float* Wup, float* hidden,
-                         int c0, int c1) {
-  PackedScratch& scratch = ThreadScratch(in);
+void SwiGluPackedColumns(int T, int out, int in, const float* packedRows, const float* Wgate, const float* Wup,
+                         float* hidden, int c0, int c1) {
+  float* panel = ThreadPanel(in);
   for (int c = c0; c < c1; c += kSwiGluPanelColumns) {
     const int columns = std::min(kSwiGluPanelColumns, c1 - c);
-    PackColumns(in, Wgate + static_cast<size_t>(c) * in, columns, kLanes, scratch.panel.data(), 2 * kLanes, 0);
-    PackColumns(in, Wup + static_cast<size_t>(c) * in, columns, kLanes, scratch.panel.data(), 2 * kLanes, kLanes);
+    PackColumns(in, Wgate + static_cast<size_t>(c) * in, columns, kLanes, panel, 2 * kLanes, 0);
+    PackColumns(in, Wup + static_cast<size_t>(c) * in, columns, kLanes, panel, 2 * kLanes, kLanes);
     for (int r = 0; r < T; r += kSwiGluPanelRows) {
       const int rows = std::min(kSwiGluPanelRows, T - r);
-      const auto s = SumPanel<kSwiGluPanelRows, 2>(in, RowsOfX(x, in, r, rows, kSwiGluPanelRows, scratch.lastRows), in,
-                                                   scratch.panel.data());
+      const auto s = SumPanel<kSwiGluPanelRows, 2>(in, packedRows + static_cast<size_t>(r) * in, panel);
       for (int i = 0; i < rows; ++i) {
         const Vec gate = s.sum[i][0];
         const Vec product = gate / (1.0f + Exp(-gate)) * s.sum[i][1];
@@ -678,20 +708,28 @@ void matmul(int T, int out, int in, const float* x, const float* W, float* y, Ac
 
 void matmul_swiglu(int T, int out, int in, const float* x, const float* Wgate, const float* Wup, float* hidden,
                    int threads) {
-  const bool packed = T >= kPackedMinRows;
-  const int bandColumns = packed ? kSwiGluPanelColumns : kSwiGluTileColumns;
+  if (T < kPackedMinRows) {
+    if (threads <= 1) return SwiGluTiledColumns(T, out, in, x, Wgate, Wup, hidden, 0, out);
+#pragma omp parallel num_threads(threads)
+    {
+      const Band band = ColumnBand(out, kSwiGluTileColumns, omp_get_thread_num(), omp_get_num_threads());
+      SwiGluTiledColumns(T, out, in, x, Wgate, Wup, hidden, band.begin, band.end);
+    }
+    return;
+  }
+  // As MatmulPacked: x's rows packed once, then each thread's band of columns.
+  float* packedRows = PackedRowsScratch(T, in, kSwiGluPanelRows);
+  const int blocks = RowBlocks(T, kSwiGluPanelRows);
   if (threads <= 1) {
-    if (packed) return SwiGluPackedColumns(T, out, in, x, Wgate, Wup, hidden, 0, out);
-    return SwiGluTiledColumns(T, out, in, x, Wgate, Wup, hidden, 0, out);
+    for (int b = 0; b < blocks; ++b) PackRows<kSwiGluPanelRows>(T, in, x, b, packedRows);
+    return SwiGluPackedColumns(T, out, in, packedRows, Wgate, Wup, hidden, 0, out);
   }
 #pragma omp parallel num_threads(threads)
   {
-    const Band band = ColumnBand(out, bandColumns, omp_get_thread_num(), omp_get_num_threads());
-    if (packed) {
-      SwiGluPackedColumns(T, out, in, x, Wgate, Wup, hidden, band.begin, band.end);
-    } else {
-      SwiGluTiledColumns(T, out, in, x, Wgate, Wup, hidden, band.begin, band.end);
-    }
+#pragma omp for
+    for (int b = 0; b < blocks; ++b) PackRows<kSwiGluPanelRows>(T, in, x, b, packedRows);
+    const Band band = ColumnBand(out, kSwiGluPanelColumns, omp_get_thread_num(), omp_get_num_threads());
+    SwiGluPackedColumns(T, out, in, packedRows, Wgate, Wup, hidden, band.begin, band.end);
   }
 }
 
