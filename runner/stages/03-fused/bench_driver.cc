@@ -26,6 +26,7 @@
 #include "runner/stages/timed_inputs.h"
 #include "runner/stages/01-block/block_call.h"
 #include "runner/stages/03-fused/stage03_paths.h"
+#include "runner/stages/call_timing_json.h"
 
 namespace wb::stage03 {
 namespace {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "runner/stages/bench_figure.h"
+#include "runner/stages/call_timing_json.h"
 
 namespace wb::stage03 {
 // The runner is a unity build: the helpers here live in a namespace of their own, so that none

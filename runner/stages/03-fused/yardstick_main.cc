@@ -31,6 +31,7 @@
 
 #include "bench_timing.h"
 #include "stage03_fused.h"
+#include "runner/stages/call_timing_json.h"
 
 // OpenBLAS's own (cblas.h declares them in 0.3.21; declared here too for older headers).
 extern "C" {

@@ -37,6 +37,7 @@
 #include "runner/stages/bench_engine.h"
 #include "runner/stages/bench_support.h"
 #include "runner/stages/timed_inputs.h"
+#include "runner/stages/call_timing_json.h"
 
 namespace wb::stage04 {
 // The runner is a unity build: this file's helpers live in a namespace of their own, so no

@@ -8,6 +8,7 @@
 
 #include "reference/block/block_shape.h"
 #include "runner/stages/bench_figure.h"
+#include "runner/stages/call_timing_json.h"
 
 namespace wb::stage04::quant_bench {
 

@@ -42,6 +42,7 @@
 #include "bench_call.h"
 #include "runner/stages/03-fused/bench_timing.h"
 #include "stage03_fused.h"
+#include "runner/stages/call_timing_json.h"
 
 namespace {
 
