@@ -580,12 +580,17 @@ float MaxOfLanes(Vec v) {
   return std::max(std::max(quarter[0], quarter[1]), std::max(quarter[2], quarter[3]));
 }
 
+// The blocks of 16 keys TransposeKeys writes for T keys: whole softmax tiles, so that a tile's
+// last block is there to read even past T (its scores are masked).
+int TransposedKeyBlocks(int T) { return (T + kKeyTile - 1) / kKeyTile * (kKeyTile / kTileKeys); }
+size_t TransposedKeysFloats(int T) { return static_cast<size_t>(TransposedKeyBlocks(T)) * DH * kTileKeys; }
+
 // KV head kvHead's keys 0 .. T - 1, transposed a block of 16 keys at a time:
 // keysT[(block * DH + d) * 16 + j] is dimension d of key block * 16 + j (zeros past T).
 void TransposeKeys(int T, const float* qkv, int kvHead, float* keysT) {
   const float* keys = qkv + D + kvHead * DH;  // key row j at keys + j * QKV
-  for (int block = 0; block * kTileKeys < T; ++block) {
-    const int count = std::min(kTileKeys, T - block * kTileKeys);
+  for (int block = 0; block < TransposedKeyBlocks(T); ++block) {
+    const int count = std::clamp(T - block * kTileKeys, 0, kTileKeys);
     for (int d = 0; d < DH; d += kLanes) {
       Vec rows[kLanes];
       for (int j = 0; j < kLanes; ++j) {
@@ -596,9 +601,6 @@ void TransposeKeys(int T, const float* qkv, int kvHead, float* keysT) {
     }
   }
 }
-
-// The floats TransposeKeys writes for T keys.
-size_t TransposedKeysFloats(int T) { return static_cast<size_t>((T + kTileKeys - 1) / kTileKeys) * DH * kTileKeys; }
 
 // Query heads kvHead * 4 .. kvHead * 4 + 3 of token `t` over keys 0 .. t (transposed in
 // keysT); out: their 4 x DH values of attnOut's row t.
