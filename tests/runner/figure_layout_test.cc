@@ -1,6 +1,7 @@
 // The benches' figures: where a bar's value label goes so that it crosses neither the reference
-// line nor the right edge, the range that makes room for it, and the text colour inside a bar.
-// That the drawn figures keep their bars and points is quant_bench_test's and fused_cli_test's.
+// line nor the right edge, the range that makes room for it, the text colour inside a bar, a
+// bar chart as drawn (runner/stages/bench_figure.h) and where a name goes in a plot. That each
+// bench's own figure keeps its bars and points is quant_bench_test's and fused_cli_test's.
 #include <doctest/doctest.h>
 
 #include <optional>
