@@ -72,8 +72,7 @@ void PrintTextOf(const Machine& m, const std::vector<Row>& rows, const std::vect
   for (const Row& r : rows) {
     if (lastT != -1 && (r.T != lastT)) std::printf("\n");
     lastT = r.T;
-    const std::string time = fmt::format("{} ({}-{})", Duration(r.student.median), Duration(r.student.fastest),
-                                         Duration(r.student.slowest));
+    const std::string time = TimeRange(r.student);
     std::printf("%5d %3d  %-14s %28s %9.1f %6.0f%% %10s %10.2fx\n", r.T, r.threads, r.kernel.c_str(), time.c_str(),
                 r.Gflops(), 100.0 * r.Gflops() / PeakFor(m, r.threads),
                 r.stageOneSeconds > 0 ? fmt::format("{:.1f}x", r.stageOneSeconds / r.student.median).c_str() : "-",

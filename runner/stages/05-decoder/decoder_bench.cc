@@ -42,7 +42,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -147,7 +146,7 @@ std::string PlotSvg(const json& report) {
 }  // namespace
 
 // One model through the generate program's bench mode (runner/generate/generate_bench.h),
-// confined as check's child is, seeing only the model; extra bench flags in `benchArgs`. A
+// confined as check's child is, seeing only the model, running what `asked` says. A
 // decoder that fails while timed has printed its message; the bench's exit status is then 1,
 // or 2 where the decoder refused the model as bad input.
 //
@@ -161,23 +160,22 @@ struct TimedModel {
   json report;
 };
 
-// What TimeModel asked the program for: a session per thread count of --bench-threads, in
-// order, each with --bench-repeats timed runs (the program's defaults when not given).
+// What TimeModel asks the program for: a session per thread count, in order, each with
+// `repeats` timed runs of a `prefill`-token prompt and `decode` steps (0: the program's default).
 struct AskedRuns {
   std::vector<int> threads = {1, 2};
   int repeats = 3;
+  int prefill = 0;
+  int decode = 0;
 };
-AskedRuns AskedOf(const std::vector<std::string>& benchArgs) {
-  AskedRuns asked;
-  for (size_t i = 0; i + 1 < benchArgs.size(); ++i) {
-    if (benchArgs[i] == "--bench-repeats") asked.repeats = std::stoi(benchArgs[i + 1]);
-    if (benchArgs[i] == "--bench-threads") {
-      asked.threads.clear();
-      std::stringstream list(benchArgs[i + 1]);
-      for (std::string item; std::getline(list, item, ',');) asked.threads.push_back(std::stoi(item));
-    }
-  }
-  return asked;
+// The bench flags that ask for them (runner/generate/generate_bench.h).
+std::vector<std::string> BenchFlags(const AskedRuns& asked) {
+  std::string threads;
+  for (int t : asked.threads) threads += fmt::format("{}{}", threads.empty() ? "" : ",", t);
+  std::vector<std::string> flags = {"--bench-threads", threads, "--bench-repeats", std::to_string(asked.repeats)};
+  if (asked.prefill > 0) flags.insert(flags.end(), {"--bench-prefill", std::to_string(asked.prefill)});
+  if (asked.decode > 0) flags.insert(flags.end(), {"--bench-decode", std::to_string(asked.decode)});
+  return flags;
 }
 
 // The report's rates, replaced by the runner's spans (prefill, decode, prefill, ... in the
@@ -217,12 +215,13 @@ std::string UseOutsideTiming(json& report, const ProgramRun& ran, const AskedRun
   return "";
 }
 
-Expected<TimedModel> TimeModel(const GenerateBinary& program, const std::string& model,
-                               const std::vector<std::string>& benchArgs, std::FILE* progress) {
+Expected<TimedModel> TimeModel(const GenerateBinary& program, const std::string& model, const AskedRuns& asked,
+                               std::FILE* progress) {
   const std::vector<std::string> readable = ModelReadablePaths(model);
   std::vector<std::string> argv = {program.path, "--model", readable.front(), "--bench", "--bench-stops", "--cache",
                                    "f16", "--decoder-name", program.decoderName};
-  argv.insert(argv.end(), benchArgs.begin(), benchArgs.end());
+  const std::vector<std::string> flags = BenchFlags(asked);
+  argv.insert(argv.end(), flags.begin(), flags.end());
   auto confined = RunConfinedProgram(
       argv,
       {.wallSeconds = 3600, .memoryBytes = 0, .readablePaths = readable, .kernelVersion = "", .timedSpans = true},
@@ -237,7 +236,7 @@ Expected<TimedModel> TimeModel(const GenerateBinary& program, const std::string&
                  model.c_str());
     return TimedModel{confined->exitStatus == 2 ? kExitBadInput : kExitFail, nullptr};
   }
-  if (const std::string wrong = UseOutsideTiming(printed, *confined, AskedOf(benchArgs)); !wrong.empty()) {
+  if (const std::string wrong = UseOutsideTiming(printed, *confined, asked); !wrong.empty()) {
     std::fprintf(stderr, "workbook: %s, on %s.\n", wrong.c_str(), model.c_str());
     return TimedModel{kExitFail, nullptr};
   }
@@ -333,10 +332,8 @@ Expected<int> RunContentionBench(const BenchOptions& o, const GenerateBinary& pr
     std::error_code ec;
     const uintmax_t bytes = fs::is_regular_file(model, ec) ? fs::file_size(model, ec) : 0;
     const int steps = bytes > 0 && bytes < (64u << 20) ? 480 : 32;
-    std::string threadList;
-    for (int i = 0; i < alternations; ++i) threadList += i == 0 ? "1,2" : ",1,2";
-    const std::vector<std::string> args = {"--bench-threads", threadList, "--bench-repeats", "1", "--bench-prefill", "16",
-                                           "--bench-decode", std::to_string(steps)};
+    AskedRuns args{.threads = {}, .repeats = 1, .prefill = 16, .decode = steps};
+    for (int i = 0; i < alternations; ++i) args.threads.insert(args.threads.end(), {1, 2});
     auto asIs = TimeModel(program, model, args, progress);
     if (!asIs) return asIs.error();
     if (asIs->exitStatus != kExitPass) return asIs->exitStatus;
@@ -465,8 +462,7 @@ Expected<int> RunDecoderBench(const BenchOptions& o, const StageContext& context
   }
   std::vector<SpeedGoal> goals;
   for (const std::string& model : models) {
-    auto timed = TimeModel(*program, model, {"--bench-threads", "1,2", "--bench-repeats", std::to_string(RepeatsOf(o))},
-                           progress);
+    auto timed = TimeModel(*program, model, {.threads = {1, 2}, .repeats = RepeatsOf(o)}, progress);
     if (!timed) return timed.error();
     if (timed->exitStatus != kExitPass) return timed->exitStatus;
     json entry = timed->report;
